@@ -1,0 +1,116 @@
+"""Fan-out of events from sources to sinks.
+
+``publish`` never blocks and may be called from any thread (the NVML sampler runs in
+its own). Each subscriber has a bounded queue; when it is full the oldest event is
+dropped and counted, so a slow sink loses history, never stalls a source.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import deque
+from collections.abc import AsyncIterator
+
+from tuiapp.events import _Event
+
+
+class Subscription:
+    """One sink's bounded queue. Iterate it with ``async for``, or drain it synchronously."""
+
+    def __init__(self, bus: EventBus, maxlen: int, name: str) -> None:
+        self.name = name
+        self.dropped = 0
+        self._bus = bus
+        self._queue: deque[_Event] = deque()
+        self._maxlen = maxlen
+        self._lock = threading.Lock()
+        self._closed = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._wakeup: asyncio.Event | None = None
+
+    def _put(self, event: _Event) -> None:
+        with self._lock:
+            if len(self._queue) >= self._maxlen:
+                self._queue.popleft()
+                self.dropped += 1
+            self._queue.append(event)
+        self._wake()
+
+    def _wake(self) -> None:
+        loop, wakeup = self._loop, self._wakeup
+        if loop is None or wakeup is None or loop.is_closed():
+            return
+        try:
+            running = asyncio.get_running_loop()
+        except RuntimeError:
+            running = None
+        if running is loop:
+            wakeup.set()
+        else:
+            loop.call_soon_threadsafe(wakeup.set)
+
+    def drain(self) -> list[_Event]:
+        """Everything queued now, oldest first."""
+        with self._lock:
+            events = list(self._queue)
+            self._queue.clear()
+        return events
+
+    def __len__(self) -> int:
+        return len(self._queue)
+
+    def close(self) -> None:
+        self._closed = True
+        self._bus._unsubscribe(self)
+        self._wake()
+
+    async def get(self) -> _Event | None:
+        """The next event, or None once closed and empty."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+            self._wakeup = asyncio.Event()
+        assert self._wakeup is not None
+        while True:
+            with self._lock:
+                if self._queue:
+                    return self._queue.popleft()
+                if self._closed:
+                    return None
+                self._wakeup.clear()
+            await self._wakeup.wait()
+
+    async def __aiter__(self) -> AsyncIterator[_Event]:
+        while (event := await self.get()) is not None:
+            yield event
+
+
+class EventBus:
+    def __init__(self) -> None:
+        self._subs: list[Subscription] = []
+        self._lock = threading.Lock()
+        self.published = 0
+
+    def subscribe(self, name: str = "", maxlen: int = 10_000) -> Subscription:
+        sub = Subscription(self, maxlen, name)
+        with self._lock:
+            self._subs = [*self._subs, sub]
+        return sub
+
+    def _unsubscribe(self, sub: Subscription) -> None:
+        with self._lock:
+            self._subs = [s for s in self._subs if s is not sub]
+
+    def publish(self, event: _Event) -> None:
+        self.published += 1
+        for sub in self._subs:  # copy-on-write list: safe to iterate without the lock
+            sub._put(event)
+
+    def close(self) -> None:
+        """End every subscription's iteration once its queue is drained."""
+        for sub in list(self._subs):
+            sub.close()
+
+    @property
+    def dropped(self) -> dict[str, int]:
+        return {s.name: s.dropped for s in self._subs}

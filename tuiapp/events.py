@@ -1,0 +1,269 @@
+"""Every event the bus carries: the contract between sources and sinks.
+
+Events are frozen pydantic models with a ``kind`` discriminator. ``t_s`` is wall-clock
+Unix time in seconds (so events from several processes and threads line up; replay
+computes offsets from the recording's header). Units are in field names. ``None`` means
+"not known / not supported" and is shown as n/a, never as 0.
+
+One adapter, :data:`EVENT_ADAPTER`, reads any event from JSON; :func:`dump_event` and
+:func:`load_event` are the only (de)serialisers, used by the recorder and replay alike.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any, Literal
+
+import orjson
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+
+def now_s() -> float:
+    return time.time()
+
+
+class _Event(BaseModel):
+    model_config = ConfigDict(frozen=True, extra="ignore")
+    t_s: float = Field(default_factory=now_s)
+
+
+# ---------------------------------------------------------------- server lifecycle
+
+ServerStateName = Literal["starting", "ready", "running", "failed", "stopping", "stopped", "unreachable"]
+
+
+class ServerState(_Event):
+    """The server's lifecycle as the launcher or attacher sees it."""
+
+    kind: Literal["server_state"] = "server_state"
+    state: ServerStateName
+    url: str | None = None
+    pid: int | None = None
+    exit_code: int | None = None
+    message: str = ""
+    startup_s: float | None = None
+
+
+class ServerInfo(_Event):
+    """What the server says about itself (from /model_info and /server_info)."""
+
+    kind: Literal["server_info"] = "server_info"
+    url: str
+    model_path: str | None = None
+    version: str | None = None
+    tp_size: int | None = None
+    ep_size: int | None = None
+    speculative_algorithm: str | None = None
+    speculative_num_steps: int | None = None
+    speculative_eagle_topk: int | None = None
+    speculative_num_draft_tokens: int | None = None
+    server_args: dict[str, Any] = Field(default_factory=dict)
+
+
+class LogLine(_Event):
+    """One record from the server's log (a traceback stays one record, several lines)."""
+
+    kind: Literal["log"] = "log"
+    line_no: int  # 1-based, counting "\n" only (as grep -n does)
+    text: str
+    tp_rank: int | None = None
+    dp_rank: int | None = None
+    ep_rank: int | None = None
+    level: Literal["info", "warning", "error"] = "info"
+
+
+class ServerStats(_Event):
+    """Server-side figures: a Decode/Prefill log line, a /metrics or /server_info poll."""
+
+    kind: Literal["server_stats"] = "server_stats"
+    source: Literal["log_decode", "log_prefill", "metrics", "server_info"]
+    dp_rank: int | None = None
+    gen_throughput_tok_s: float | None = None
+    input_throughput_tok_s: float | None = None
+    accept_length: float | None = None
+    accept_rate: float | None = None
+    running_reqs: int | None = None
+    queue_reqs: int | None = None
+    token_usage: float | None = None
+    num_tokens: int | None = None
+    new_seqs: int | None = None
+    new_tokens: int | None = None
+    cached_tokens: int | None = None
+    cuda_graph: bool | None = None
+    retracted_reqs: int | None = None
+
+
+AlertKind = Literal[
+    "oom", "assertion", "keyerror", "jit_arch", "nccl", "crash", "hang", "kv_pressure",
+    "error", "timeout", "gpu_lost", "xid", "numerical",
+]
+
+
+class Alert(_Event):
+    """A failure or warning, grouped across ranks (8 identical tracebacks = one alert)."""
+
+    kind: Literal["alert"] = "alert"
+    alert_kind: AlertKind
+    severity: Literal["error", "warning"] = "error"
+    message: str  # the line a human needs: e.g. "torch.OutOfMemoryError: CUDA out of memory. ..."
+    ranks: list[int] = Field(default_factory=list)  # TP ranks; empty when not rank-specific
+    first_line: int | None = None  # 1-based log line where the incident starts
+    traceback: str = ""
+    source: str = "log"  # log | nvml | bench | launcher
+    alert_id: int = 0  # same id again = an update (more ranks joined the group)
+
+
+# ---------------------------------------------------------------- benchmark loop
+
+BenchStateName = Literal["warming_up", "running", "paused", "waiting_server", "stopped", "done"]
+
+
+class BenchState(_Event):
+    kind: Literal["bench_state"] = "bench_state"
+    state: BenchStateName
+    message: str = ""
+
+
+class RequestDone(_Event):
+    """One benchmark request, measured on the client."""
+
+    kind: Literal["request"] = "request"
+    run_index: int
+    request_index: int
+    ok: bool = True
+    error: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    ttft_s: float | None = None
+    itl_s: float | None = None  # (e2e - ttft) / (completion_tokens - 1)
+    e2e_s: float | None = None
+    decode_tok_s: float | None = None  # (completion_tokens - 1) / (e2e - ttft)
+    chunks: int | None = None
+    tokens_per_chunk: float | None = None  # client-side cross-check of acceptance
+    chunk_gap_mean_s: float | None = None
+    accept_length: float | None = None
+    accept_rate: float | None = None
+    spec_verify_ct: int | None = None
+    finish_reason: str | None = None
+    numerical_fault: bool = False  # finish_reason stop "NaN happened"
+
+
+class RunDone(_Event):
+    """K requests make a run; per-run figures."""
+
+    kind: Literal["run"] = "run"
+    run_index: int
+    requests: int
+    errors: int = 0
+    concurrency: int = 1
+    duration_s: float
+    decode_tok_s: float | None  # mean single-stream decode rate of the run's requests
+    output_tok_s: float | None  # aggregate: completion tokens / run wall time
+    ttft_s: float | None = None
+    itl_s: float | None = None
+    accept_length: float | None = None
+    accept_rate: float | None = None
+    trial: str | None = None
+
+
+class BenchSummary(_Event):
+    """Across runs: mean, sd and 95% confidence interval of decode tok/s."""
+
+    kind: Literal["bench_summary"] = "bench_summary"
+    runs: int
+    mean_decode_tok_s: float | None
+    sd_decode_tok_s: float | None
+    ci95_decode_tok_s: tuple[float, float] | None = None
+    mean_output_tok_s: float | None = None
+    accept_length: float | None = None
+    trial: str | None = None
+
+
+# ---------------------------------------------------------------- telemetry
+
+
+class GpuSample(_Event):
+    """One GPU, averaged over the sampler's display interval."""
+
+    kind: Literal["gpu"] = "gpu"
+    index: int
+    uuid: str | None = None
+    name: str | None = None
+    node: str | None = None  # host name for remote (dcgm-exporter) GPUs
+    mem_used_bytes: int | None = None
+    mem_reserved_bytes: int | None = None
+    mem_total_bytes: int | None = None
+    util_pct: float | None = None
+    pcie_tx_bytes_s: float | None = None
+    pcie_rx_bytes_s: float | None = None
+    pcie_method: str | None = None  # "counters" | "throughput" | "sim" | "dcgm"
+    pcie_gen: int | None = None
+    pcie_width: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_width_max: int | None = None
+    pcie_replay_count: int | None = None
+    nvlink_tx_bytes_s: float | None = None
+    nvlink_rx_bytes_s: float | None = None
+    power_w: float | None = None
+    temp_c: float | None = None
+    sm_clock_mhz: int | None = None
+    clock_event_reasons: int | None = None
+
+
+class HostSample(_Event):
+    kind: Literal["host"] = "host"
+    cpu_pct: float | None = None
+    mem_used_bytes: int | None = None
+    mem_total_bytes: int | None = None
+    server_rss_bytes: int | None = None
+
+
+# ---------------------------------------------------------------- trials
+
+
+class TrialState(_Event):
+    kind: Literal["trial"] = "trial"
+    name: str
+    index: int
+    total: int
+    phase: Literal["preflight", "launching", "warming_up", "running", "stopping", "done", "failed", "skipped"]
+    message: str = ""
+
+
+class TrialResult(_Event):
+    """One ledger row (see tuiapp/trials)."""
+
+    kind: Literal["trial_result"] = "trial_result"
+    name: str
+    status: str  # "ok" or a failure kind
+    row: dict[str, Any] = Field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- misc
+
+
+class Note(_Event):
+    """A one-line message for the user (e.g. "telemetry off: no NVIDIA driver")."""
+
+    kind: Literal["note"] = "note"
+    level: Literal["info", "warning", "error"] = "info"
+    text: str
+    source: str = ""
+
+
+Event = Annotated[
+    ServerState | ServerInfo | LogLine | ServerStats | Alert | BenchState | RequestDone
+    | RunDone | BenchSummary | GpuSample | HostSample | TrialState | TrialResult | Note,
+    Field(discriminator="kind"),
+]
+EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
+
+
+def dump_event(event: _Event) -> bytes:
+    """One event as compact JSON bytes (no newline)."""
+    return orjson.dumps(event.model_dump(mode="json"))
+
+
+def load_event(data: bytes | str) -> _Event:
+    """Parse one event; raises pydantic.ValidationError or orjson.JSONDecodeError."""
+    return EVENT_ADAPTER.validate_python(orjson.loads(data))
