@@ -1,0 +1,83 @@
+"""A session wires sources to sinks: headless (printer + recorder) or the TUI.
+
+A *source* is a coroutine function taking the bus; it publishes until it is done or
+cancelled. The session ends when every source has returned, or on SIGINT/SIGTERM, or when
+the UI quits; then ``on_stop`` runs (stop the server we launched) and the sinks drain.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import signal
+import sys
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from tuiapp.bus import EventBus
+from tuiapp.controls import LiveControls, ReplayControls
+
+Source = Callable[[EventBus], Awaitable[None]]
+
+
+@dataclass
+class Session:
+    title: str
+    sources: list[Source]
+    controls: LiveControls | None = None
+    replay: ReplayControls | None = None
+    record_path: Path | None = None
+    header: dict[str, Any] = field(default_factory=dict)  # recording header extras (secrets redacted)
+    on_stop: Callable[[], Awaitable[None]] | None = None
+    bus: EventBus = field(default_factory=EventBus)
+
+    async def run_sources(self, stop: asyncio.Event | None = None) -> None:
+        """Run every source until all return or ``stop`` is set; then clean up."""
+        tasks = [asyncio.create_task(src(self.bus)) for src in self.sources]
+        waiters = [asyncio.gather(*tasks, return_exceptions=True)]
+        stop_task = asyncio.create_task(stop.wait()) if stop is not None else None
+        try:
+            pending = {waiters[0]} | ({stop_task} if stop_task else set())
+            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            if stop_task is not None:
+                stop_task.cancel()
+            if self.on_stop is not None:
+                await self.on_stop()
+
+
+def run(session: Session, *, headless: bool, theme: str | None = None) -> int:
+    if headless:
+        return asyncio.run(_run_headless(session))
+    from tuiapp.tui.app import run_app  # the only place that pulls in Textual
+
+    return run_app(session, theme=theme)
+
+
+async def _run_headless(session: Session) -> int:
+    from tuiapp.record.printer import Printer
+    from tuiapp.record.recorder import Recorder
+
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    # A headless job must outlive the SSH session that started it.
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    printer = Printer(sys.stdout)
+    sinks = [asyncio.create_task(printer.run(session.bus.subscribe("printer", maxlen=100_000)))]
+    if session.record_path is not None:
+        recorder = Recorder(session.record_path, header=session.header)
+        sinks.append(asyncio.create_task(recorder.run(session.bus.subscribe("recorder", maxlen=100_000))))
+    try:
+        await session.run_sources(stop)
+    finally:
+        session.bus.close()
+        await asyncio.gather(*sinks, return_exceptions=True)
+        print(printer.summary(interrupted=stop.is_set()), flush=True)
+    return 0
