@@ -31,21 +31,32 @@ class Session:
     header: dict[str, Any] = field(default_factory=dict)  # recording header extras (secrets redacted)
     on_stop: Callable[[], Awaitable[None]] | None = None
     bus: EventBus = field(default_factory=EventBus)
+    exit_code: int = 0  # set by a source that knows the job failed (e.g. the server died)
+    _finished: asyncio.Event | None = field(default=None, repr=False)
+
+    def finish(self, exit_code: int | None = None) -> None:
+        """Called by a source when the job is done (e.g. N runs finished): ends the session."""
+        if exit_code is not None:
+            self.exit_code = exit_code
+        if self._finished is not None:
+            self._finished.set()
 
     async def run_sources(self, stop: asyncio.Event | None = None) -> None:
-        """Run every source until all return or ``stop`` is set; then clean up."""
+        """Run every source until all return, one calls finish(), or ``stop`` is set."""
+        self._finished = asyncio.Event()
         tasks = [asyncio.create_task(src(self.bus)) for src in self.sources]
-        waiters = [asyncio.gather(*tasks, return_exceptions=True)]
-        stop_task = asyncio.create_task(stop.wait()) if stop is not None else None
+        everything = asyncio.gather(*tasks, return_exceptions=True)
+        ends = [asyncio.ensure_future(everything), asyncio.create_task(self._finished.wait())]
+        if stop is not None:
+            ends.append(asyncio.create_task(stop.wait()))
         try:
-            pending = {waiters[0]} | ({stop_task} if stop_task else set())
-            await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
         finally:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
-            if stop_task is not None:
-                stop_task.cancel()
+            for end in ends[1:]:
+                end.cancel()
             if self.on_stop is not None:
                 await self.on_stop()
 
@@ -80,4 +91,4 @@ async def _run_headless(session: Session) -> int:
         session.bus.close()
         await asyncio.gather(*sinks, return_exceptions=True)
         print(printer.summary(interrupted=stop.is_set()), flush=True)
-    return 0
+    return session.exit_code
