@@ -17,6 +17,7 @@ from typing import Any
 
 from tuiapp.bus import EventBus
 from tuiapp.controls import LiveControls, ReplayControls
+from tuiapp.events import Note
 
 Source = Callable[[EventBus], Awaitable[None]]
 
@@ -41,10 +42,20 @@ class Session:
         if self._finished is not None:
             self._finished.set()
 
+    async def _guarded(self, source: Source) -> None:
+        # A broken source must say so on the bus, not vanish silently or take the others down.
+        try:
+            await source(self.bus)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            name = getattr(source, "__qualname__", repr(source))
+            self.bus.publish(Note(level="error", text=f"{name} stopped: {exc!r}", source="session"))
+
     async def run_sources(self, stop: asyncio.Event | None = None) -> None:
         """Run every source until all return, one calls finish(), or ``stop`` is set."""
         self._finished = asyncio.Event()
-        tasks = [asyncio.create_task(src(self.bus)) for src in self.sources]
+        tasks = [asyncio.create_task(self._guarded(src)) for src in self.sources]
         everything = asyncio.gather(*tasks, return_exceptions=True)
         ends = [asyncio.ensure_future(everything), asyncio.create_task(self._finished.wait())]
         if stop is not None:
