@@ -1,0 +1,224 @@
+"""The ledger: one row per trial, what it proved, saved after every trial.
+
+The verdict against the baseline is Welch's t test on the per-run decode tok/s
+(tuiapp.bench.stats): p < 0.05 says faster or slower, otherwise "within noise". A trial
+that failed, or is slower than the baseline beyond noise, is a dead end. Rows keep their
+run figures, so a ``--resume``d plan compares new trials with the baseline measured before.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from tuiapp.bench import stats
+
+OK = "ok"
+ALPHA = 0.05
+
+
+class LedgerRow(BaseModel):
+    name: str
+    status: str  # ok | oom | assertion | keyerror | jit_arch | nccl | crash | hang | timeout | preflight | error
+    dead_end: bool = False
+    note: str = ""
+    is_baseline: bool = False
+    first_error: str | None = None
+    error_ranks: list[int] = Field(default_factory=list)
+    first_error_log_line: int | None = None
+    alerts: list[dict[str, Any]] = Field(default_factory=list)  # every error alert: kind, message, ranks
+    runs_decode_tok_s: list[float] = Field(default_factory=list)
+    mean_decode_tok_s: float | None = None
+    sd_decode_tok_s: float | None = None
+    ci95_decode_tok_s: tuple[float, float] | None = None
+    mean_output_tok_s: float | None = None
+    mean_ttft_s: float | None = None
+    accept_length: float | None = None
+    startup_s: float | None = None
+    peak_mem_bytes: dict[str, int] = Field(default_factory=dict)  # GPU index -> bytes
+    pcie_avg_bytes_s: float | None = None  # per GPU, tx + rx, mean over the benchmark
+    pcie_peak_bytes_s: float | None = None  # busiest GPU's busiest sample, tx + rx
+    diff: dict[str, dict[str, str | None]] = Field(default_factory=dict)
+    knobs: list[str] = Field(default_factory=list)
+    confound: str | None = None
+    verdict: str | None = None  # baseline | faster | slower | within noise | None (no runs)
+    p_value: float | None = None
+    delta_tok_s: float | None = None
+    delta_pct: float | None = None
+    isolates: str | None = None  # the multi-knob trial this row helps attribute
+    knob: str | None = None  # the one knob this row sets (isolate rows)
+    share_pct: float | None = None  # this knob's delta as a share of the combined trial's
+    argv: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    duration_s: float | None = None
+
+
+def fill_run_stats(row: LedgerRow) -> None:
+    runs = row.runs_decode_tok_s
+    row.mean_decode_tok_s = stats.mean(runs)
+    row.sd_decode_tok_s = stats.sd(runs)
+    row.ci95_decode_tok_s = stats.ci95(runs)
+
+
+class Ledger:
+    """Ordered rows by name; ``compare()`` fills verdicts, dead ends and attribution."""
+
+    def __init__(self, rows: list[LedgerRow] | None = None) -> None:
+        self.rows: dict[str, LedgerRow] = {r.name: r for r in rows or []}
+
+    @classmethod
+    def load(cls, path: Path) -> Ledger:
+        """Raises ValueError on a file that is not a ledger."""
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+            return cls([LedgerRow.model_validate(r) for r in data])
+        except (json.JSONDecodeError, TypeError, ValueError) as exc:
+            raise ValueError(f"{path}: not a trials ledger ({str(exc).splitlines()[0]})") from None
+
+    def add(self, row: LedgerRow) -> None:
+        self.rows[row.name] = row
+        self.compare()
+
+    def done(self, name: str) -> bool:
+        return name in self.rows
+
+    @property
+    def baseline(self) -> LedgerRow | None:
+        return next((r for r in self.rows.values() if r.is_baseline), None)
+
+    def compare(self) -> None:
+        base = self.baseline
+        base_runs = base.runs_decode_tok_s if base and base.status == OK else []
+        for row in self.rows.values():
+            if row.is_baseline:
+                row.verdict = "baseline" if row.status == OK else None
+                row.dead_end = row.status != OK
+                continue
+            row.verdict = row.p_value = row.delta_tok_s = row.delta_pct = None
+            if row.status == OK and base_runs and row.runs_decode_tok_s:
+                row.verdict = stats.verdict(base_runs, row.runs_decode_tok_s, alpha=ALPHA)
+                if len(base_runs) >= 2 and len(row.runs_decode_tok_s) >= 2:
+                    row.p_value = stats.welch(base_runs, row.runs_decode_tok_s)[2]
+                base_mean = stats.mean(base_runs)
+                row.delta_tok_s = row.mean_decode_tok_s - base_mean
+                row.delta_pct = 100.0 * row.delta_tok_s / base_mean if base_mean else None
+            row.dead_end = row.status != OK or row.verdict == "slower"
+        for row in self.rows.values():
+            row.share_pct = None
+            combined = self.rows.get(row.isolates or "")
+            if row.knob and combined and combined.delta_tok_s and row.delta_tok_s is not None:
+                row.share_pct = 100.0 * row.delta_tok_s / combined.delta_tok_s
+
+    def attribution(self) -> list[str]:
+        """One line per isolated trial: each knob's contribution and what is left over."""
+        lines = []
+        for combined in self.rows.values():
+            parts = [r for r in self.rows.values() if r.isolates == combined.name and r.knob]
+            if not parts or combined.delta_tok_s is None:
+                continue
+            bits = []
+            total = 0.0
+            for r in parts:
+                if r.delta_tok_s is None:
+                    bits.append(f"{r.knob}: {r.status}")
+                    continue
+                total += r.delta_tok_s
+                share = f", {r.share_pct:.0f}% of the gain" if r.share_pct is not None else ""
+                bits.append(f"{r.knob} {r.delta_tok_s:+.2f} tok/s ({r.verdict}{share})")
+            rest = combined.delta_tok_s - total
+            lines.append(f"{combined.name} {combined.delta_tok_s:+.2f} tok/s vs baseline = "
+                         + "; ".join(bits) + f"; interaction {rest:+.2f} tok/s")
+        return lines
+
+    # ------------------------------------------------------------ export
+
+    def to_json(self) -> str:
+        return json.dumps([r.model_dump(mode="json") for r in self.rows.values()], indent=1)
+
+    def to_markdown(self) -> str:
+        head = ["trial", "status", "decode tok/s", "95% CI", "vs baseline", "verdict", "accept len",
+                "startup s", "peak mem GiB", "PCIe avg/peak GB/s", "diff", "notes"]
+        out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+        for r in self.rows.values():
+            out.append("| " + " | ".join(_md_cells(r)) + " |")
+        attribution = self.attribution()
+        if attribution:
+            out += ["", *[f"- {line}" for line in attribution]]
+        return "\n".join(out) + "\n"
+
+    def to_csv(self) -> str:
+        cols = ["name", "status", "dead_end", "mean_decode_tok_s", "sd_decode_tok_s", "ci95_low",
+                "ci95_high", "runs_decode_tok_s", "delta_tok_s", "delta_pct", "p_value", "verdict",
+                "accept_length", "startup_s", "peak_mem_max_bytes", "pcie_avg_bytes_s",
+                "pcie_peak_bytes_s", "first_error", "error_ranks", "diff", "confound", "isolates",
+                "knob", "share_pct", "note"]
+        buf = io.StringIO()
+        writer = csv.writer(buf, lineterminator="\n")
+        writer.writerow(cols)
+        for r in self.rows.values():
+            d = r.model_dump(mode="json")
+            ci = r.ci95_decode_tok_s or (None, None)
+            d.update(ci95_low=ci[0], ci95_high=ci[1],
+                     runs_decode_tok_s=" ".join(f"{x:.3f}" for x in r.runs_decode_tok_s),
+                     peak_mem_max_bytes=max(r.peak_mem_bytes.values(), default=None),
+                     error_ranks=" ".join(map(str, r.error_ranks)), diff=diff_text(r.diff))
+            writer.writerow(["" if d.get(c) is None else d.get(c) for c in cols])
+        return buf.getvalue()
+
+    def save(self, path: Path, *, markdown: Path | None = None, csv_path: Path | None = None) -> None:
+        """Write atomically, so a crash mid-plan leaves the last complete ledger."""
+        _atomic_write(path, self.to_json())
+        if markdown is not None:
+            _atomic_write(markdown, self.to_markdown())
+        if csv_path is not None:
+            _atomic_write(csv_path, self.to_csv())
+
+
+def diff_text(diff: dict[str, dict[str, str | None]]) -> str:
+    def show(v: str | None) -> str:
+        return "default" if v is None else v
+
+    return ", ".join(f"{k} {show(v['baseline'])}->{show(v['trial'])}" for k, v in diff.items())
+
+
+def _fmt(value: float | None, spec: str = ".2f") -> str:
+    return "n/a" if value is None else format(value, spec)
+
+
+def _md_cells(r: LedgerRow) -> list[str]:
+    mean = "n/a" if r.mean_decode_tok_s is None else (
+        f"{r.mean_decode_tok_s:.2f} ± {_fmt(r.sd_decode_tok_s)} (n={len(r.runs_decode_tok_s)})")
+    ci = "n/a" if r.ci95_decode_tok_s is None else f"{r.ci95_decode_tok_s[0]:.2f}-{r.ci95_decode_tok_s[1]:.2f}"
+    delta = "" if r.delta_tok_s is None else f"{r.delta_tok_s:+.2f} ({_fmt(r.delta_pct, '+.1f')}%)"
+    if r.p_value is not None:
+        delta += f" p={r.p_value:.2g}"
+    mem = max(r.peak_mem_bytes.values(), default=None)
+    pcie = "n/a" if r.pcie_avg_bytes_s is None else (
+        f"{r.pcie_avg_bytes_s / 1e9:.2f}/{_fmt((r.pcie_peak_bytes_s or 0) / 1e9)}")
+    notes = []
+    if r.dead_end:
+        notes.append("DEAD END")
+    if r.first_error:
+        ranks = f" (ranks {','.join(map(str, r.error_ranks))})" if r.error_ranks else ""
+        notes.append(f"{r.first_error}{ranks}")
+    if r.confound:
+        notes.append(f"confound: {len(r.knobs)} knobs changed")
+    if r.share_pct is not None:
+        notes.append(f"{r.share_pct:.0f}% of {r.isolates}'s gain")
+    cells = [r.name, r.status, mean, ci, delta, r.verdict or "n/a", _fmt(r.accept_length),
+             _fmt(r.startup_s, ".1f"), "n/a" if mem is None else f"{mem / 2**30:.1f}", pcie,
+             diff_text(r.diff) or "-", "; ".join(notes)]
+    return [c.replace("|", "\\|").replace("\n", " ") for c in cells]
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_text(text, encoding="utf-8")
+    os.replace(tmp, path)
