@@ -251,9 +251,17 @@ class Note(_Event):
     source: str = ""
 
 
+class ReplaySeek(_Event):
+    """Replay jumped: clear what you show; the state at ``position_s`` is published next."""
+
+    kind: Literal["replay_seek"] = "replay_seek"
+    position_s: float  # seconds since the recording started
+
+
 Event = Annotated[
     ServerState | ServerInfo | LogLine | ServerStats | Alert | BenchState | RequestDone
-    | RunDone | BenchSummary | GpuSample | HostSample | TrialState | TrialResult | Note,
+    | RunDone | BenchSummary | GpuSample | HostSample | TrialState | TrialResult | Note
+    | ReplaySeek,
     Field(discriminator="kind"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
