@@ -1,0 +1,396 @@
+"""One streamed request, measured: SGLang's /generate or the OpenAI endpoints.
+
+Cost matters (one client core must carry >= 20,000 tokens/s): the body is read raw (no
+decoding layers), SSE lines are split with bytes.find, and native /generate chunks -
+which repeat the whole text so far - are not JSON-decoded at all except the last one;
+the token count of a chunk is read with one reverse byte search. A quote inside a JSON
+string is always escaped, so ``"completion_tokens":`` can only match the real key.
+
+Definitions (per request; N = the server's completion token count):
+  TTFT  = first chunk carrying output - request sent
+  ITL   = (e2e - TTFT) / (N - 1)            (per token, not per chunk)
+  decode tok/s = (N - 1) / (e2e - TTFT)
+  chunk gap = mean gap between consecutive output chunks (per chunk, kept apart from ITL)
+  tokens per chunk = tokens after the first chunk / chunks after the first
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+import orjson
+
+from tuiapp.bench.settings import ApiName, BenchSettings, Timeouts
+from tuiapp.bench.workload import Prompt
+
+NAN_MATCH = "NaN happened"
+_CT_KEY = b'"completion_tokens":'
+_INT = re.compile(rb"\s*(\d+)")
+
+PATHS: dict[str, str] = {
+    "generate": "/generate",
+    "completions": "/v1/completions",
+    "chat": "/v1/chat/completions",
+}
+
+
+@dataclass(slots=True)
+class RequestResult:
+    ok: bool = False
+    error: str | None = None
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+    ttft_s: float | None = None
+    e2e_s: float | None = None
+    chunks: int = 0  # chunks that carried output
+    first_chunk_tokens: int | None = None
+    gap_sum_s: float = 0.0  # sum of gaps between output chunks after the first
+    accept_length: float | None = None
+    accept_rate: float | None = None
+    spec_verify_ct: int | None = None
+    finish_reason: str | None = None
+    numerical_fault: bool = False
+    http_status: int | None = None
+    connect_failed: bool = False  # the server could not be reached at all
+
+    @property
+    def itl_s(self) -> float | None:
+        n, ttft, e2e = self.completion_tokens, self.ttft_s, self.e2e_s
+        if n is None or n < 2 or ttft is None or e2e is None:
+            return None
+        return (e2e - ttft) / (n - 1)
+
+    @property
+    def decode_tok_s(self) -> float | None:
+        n, ttft, e2e = self.completion_tokens, self.ttft_s, self.e2e_s
+        if n is None or n < 2 or ttft is None or e2e is None or e2e <= ttft:
+            return None
+        return (n - 1) / (e2e - ttft)
+
+    @property
+    def chunk_gap_mean_s(self) -> float | None:
+        return self.gap_sum_s / (self.chunks - 1) if self.chunks > 1 else None
+
+    @property
+    def tokens_per_chunk(self) -> float | None:
+        n = self.completion_tokens
+        if n is None or self.chunks < 2:
+            return None
+        return (n - (self.first_chunk_tokens or 1)) / (self.chunks - 1)
+
+
+def build_payload(api: ApiName, prompt: Prompt, settings: BenchSettings, model: str | None) -> bytes:
+    max_new = prompt.max_new_tokens or settings.max_new_tokens
+    if api == "generate":
+        body: dict[str, Any] = {
+            "sampling_params": {
+                "temperature": settings.temperature,
+                "max_new_tokens": max_new,
+                "ignore_eos": settings.ignore_eos,
+            },
+            "stream": True,
+        }
+        if prompt.input_ids is not None:
+            body["input_ids"] = list(prompt.input_ids)
+        else:
+            body["text"] = prompt.as_text()
+        return orjson.dumps(body)
+    body = {
+        "model": model or "default",
+        "max_tokens": max_new,
+        "temperature": settings.temperature,
+        "stream": True,
+        "stream_options": {"include_usage": True},
+    }
+    if settings.ignore_eos:
+        body["ignore_eos"] = True
+    if settings.spec_details:
+        body["return_spec_tokens_details"] = True
+    if api == "chat":
+        body["messages"] = prompt.as_messages()
+    elif prompt.input_ids is not None:
+        body["prompt"] = list(prompt.input_ids)
+    else:
+        body["prompt"] = prompt.as_text()
+    return orjson.dumps(body)
+
+
+def make_client(timeouts: Timeouts, *, api_key: str | None, concurrency: int) -> httpx.AsyncClient:
+    """The one client a loop reuses: keep-alive pool sized to the concurrency."""
+    headers = {"content-type": "application/json", "accept-encoding": "identity"}
+    if api_key:
+        headers["authorization"] = f"Bearer {api_key}"
+    # httpx's read timeout is a backstop; the loop's watchdog enforces first-token/stall.
+    read_s = max(timeouts.first_token_s, timeouts.stall_s) + 5.0
+    return httpx.AsyncClient(
+        headers=headers,
+        timeout=httpx.Timeout(connect=timeouts.connect_s, read=read_s, write=30.0, pool=None),
+        limits=httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency + 4),
+        trust_env=False,
+    )
+
+
+class _Progress:
+    """What the watchdog looks at: has output started, when did the stream last move."""
+
+    __slots__ = ("started", "last_s")
+
+    def __init__(self, now_s: float) -> None:
+        self.started = False
+        self.last_s = now_s
+
+
+async def stream_request(
+    client: httpx.AsyncClient, url: str, api: ApiName, payload: bytes, timeouts: Timeouts
+) -> RequestResult:
+    """Send one request and measure it. Never raises for a bad response or a timeout."""
+    res = RequestResult()
+    t0 = time.perf_counter()
+    progress = _Progress(t0)
+    task = asyncio.ensure_future(_stream(client, url, api, payload, res, progress, t0))
+    try:
+        verdict = await _watch(task, progress, timeouts)
+    except asyncio.CancelledError:
+        task.cancel()
+        raise
+    if verdict is not None:
+        res.ok = False
+        res.error = verdict
+    return res
+
+
+async def _watch(task: asyncio.Future, progress: _Progress, timeouts: Timeouts) -> str | None:
+    """Wait for the request; cancel it past the first-token or stall limit."""
+    tick_s = min(timeouts.first_token_s, timeouts.stall_s) / 4
+    while True:
+        done, _ = await asyncio.wait({task}, timeout=tick_s)
+        if done:
+            return None
+        idle_s = time.perf_counter() - progress.last_s
+        if not progress.started and idle_s > timeouts.first_token_s:
+            reason = f"timeout: no first token after {timeouts.first_token_s:g} s"
+        elif progress.started and idle_s > timeouts.stall_s:
+            reason = f"timeout: stream stalled for {timeouts.stall_s:g} s"
+        else:
+            continue
+        task.cancel()
+        try:
+            await task
+        except BaseException:  # noqa: BLE001 - the cancellation we asked for
+            pass
+        return reason
+
+
+async def _stream(
+    client: httpx.AsyncClient,
+    url: str,
+    api: ApiName,
+    payload: bytes,
+    res: RequestResult,
+    progress: _Progress,
+    t0: float,
+) -> None:
+    try:
+        async with client.stream("POST", url, content=payload) as resp:
+            res.http_status = resp.status_code
+            if resp.status_code != 200:
+                body = await resp.aread()
+                res.error = f"HTTP {resp.status_code}: {_error_text(body)}"
+                return
+            if api == "generate":
+                await _read_generate(resp, res, progress, t0)
+            else:
+                await _read_openai(resp, res, progress, t0)
+    except httpx.ConnectError as exc:
+        res.connect_failed = True
+        res.error = f"cannot connect: {exc}" if str(exc) else "cannot connect"
+    except httpx.TimeoutException as exc:
+        res.error = f"timeout: {type(exc).__name__}"
+    except httpx.HTTPError as exc:
+        res.error = f"{type(exc).__name__}: {exc}"[:300]
+    except (ValueError, TypeError, KeyError, IndexError, AttributeError) as exc:
+        res.error = f"bad response: {type(exc).__name__}: {exc}"[:300]
+
+
+def _error_text(body: bytes) -> str:
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body[:200].decode("utf-8", "replace").strip() or "(empty body)"
+    if isinstance(obj, dict):
+        err = obj.get("error", obj.get("message", obj.get("detail", obj)))
+        if isinstance(err, dict):
+            err = err.get("message", err)
+        return str(err)[:200]
+    return str(obj)[:200]
+
+
+async def _sse_data(resp: httpx.Response):
+    """Yield (arrival time, payload bytes) of each ``data:`` line."""
+    buf = b""
+    perf = time.perf_counter
+    async for raw in resp.aiter_raw():
+        now = perf()
+        buf = buf + raw if buf else raw
+        start = 0
+        while True:
+            end = buf.find(b"\n", start)
+            if end < 0:
+                break
+            line = buf[start:end]
+            start = end + 1
+            if line[:5] == b"data:":
+                yield now, line[5:].strip()
+        buf = buf[start:]
+    if buf[:5] == b"data:":
+        yield perf(), buf[5:].strip()
+
+
+async def _read_generate(resp: httpx.Response, res: RequestResult, progress: _Progress, t0: float) -> None:
+    last_payload: bytes | None = None
+    last_tokens = 0
+    last_chunk_s = 0.0
+    done = False
+    async for now, data in _sse_data(resp):
+        progress.last_s = now
+        if data == b"[DONE]":
+            done = True
+            break
+        pos = data.rfind(_CT_KEY)
+        if pos < 0:
+            _generate_odd_chunk(data, res)
+            return
+        m = _INT.match(data, pos + len(_CT_KEY))
+        tokens = int(m.group(1)) if m else last_tokens
+        last_payload = data
+        if tokens > last_tokens:
+            if res.ttft_s is None:
+                res.ttft_s = now - t0
+                res.first_chunk_tokens = tokens
+                progress.started = True
+            else:
+                res.gap_sum_s += now - last_chunk_s
+            res.chunks += 1
+            last_chunk_s = now
+            last_tokens = tokens
+    if last_payload is None:
+        res.error = "stream ended without output"
+        return
+    res.e2e_s = last_chunk_s - t0 if res.chunks else None
+    meta = orjson.loads(last_payload).get("meta_info") or {}
+    _apply_meta(meta, res)
+    if not done and res.finish_reason is None:
+        res.ok = False
+        res.error = res.error or "stream ended before the request finished"
+
+
+def _generate_odd_chunk(data: bytes, res: RequestResult) -> None:
+    """A chunk without a token count: an in-stream error, or not SGLang at all."""
+    try:
+        obj = orjson.loads(data)
+    except orjson.JSONDecodeError:
+        res.error = f"malformed chunk: {data[:80].decode('utf-8', 'replace')}"
+        return
+    err = obj.get("error") if isinstance(obj, dict) else None
+    if err is not None:
+        msg = err.get("message", err) if isinstance(err, dict) else err
+        res.error = f"server error: {str(msg)[:200]}"
+    else:
+        res.error = "chunk without meta_info.completion_tokens"
+
+
+def _apply_meta(meta: dict[str, Any], res: RequestResult) -> None:
+    res.completion_tokens = meta.get("completion_tokens", res.completion_tokens)
+    res.prompt_tokens = meta.get("prompt_tokens")
+    finish = meta.get("finish_reason")
+    if isinstance(finish, dict):
+        kind = finish.get("type")
+        res.finish_reason = kind
+        if kind == "stop" and finish.get("matched") == NAN_MATCH:
+            res.numerical_fault = True
+        if kind == "abort":
+            res.error = f"aborted: {finish.get('message') or 'by server'}"
+            return
+    elif isinstance(finish, str):
+        res.finish_reason = finish
+    verify = meta.get("spec_verify_ct")
+    if isinstance(verify, int) and verify > 0:
+        res.spec_verify_ct = verify
+        res.accept_length = meta.get("spec_accept_length")
+        if res.accept_length is None and res.completion_tokens:
+            res.accept_length = res.completion_tokens / verify
+        res.accept_rate = meta.get("spec_accept_rate")
+    res.ok = res.finish_reason is not None and res.error is None and res.completion_tokens is not None
+
+
+async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Progress, t0: float) -> None:
+    last_chunk_s = 0.0
+    done = False
+    loads = orjson.loads
+    async for now, data in _sse_data(resp):
+        progress.last_s = now
+        if data == b"[DONE]":
+            done = True
+            break
+        try:
+            obj = loads(data)
+        except orjson.JSONDecodeError:
+            res.error = f"malformed chunk: {data[:80].decode('utf-8', 'replace')}"
+            return
+        if not isinstance(obj, dict):
+            res.error = "malformed chunk: not an object"
+            return
+        if "error" in obj:
+            err = obj["error"]
+            msg = err.get("message", err) if isinstance(err, dict) else err
+            res.error = f"server error: {str(msg)[:200]}"
+            return
+        choices = obj.get("choices")
+        if choices:
+            choice = choices[0]
+            delta = choice.get("delta")
+            text = (delta.get("content") or delta.get("reasoning_content")) if delta else choice.get("text")
+            if text:
+                if res.ttft_s is None:
+                    res.ttft_s = now - t0
+                    progress.started = True
+                else:
+                    res.gap_sum_s += now - last_chunk_s
+                res.chunks += 1
+                last_chunk_s = now
+            finish = choice.get("finish_reason")
+            if finish:
+                res.finish_reason = finish
+                if choice.get("matched_stop") == NAN_MATCH:
+                    res.numerical_fault = True
+        usage = obj.get("usage")
+        if usage:
+            res.completion_tokens = usage.get("completion_tokens")
+            res.prompt_tokens = usage.get("prompt_tokens")
+        ext = obj.get("sglext")
+        if ext:
+            _apply_spec_details(ext.get("spec_tokens_details") or {}, res)
+    res.e2e_s = last_chunk_s - t0 if res.chunks else None
+    if res.finish_reason == "abort":
+        res.error = "aborted by server"
+    elif res.completion_tokens is None:
+        res.error = "no usage in stream (server ignored stream_options.include_usage)"
+    elif not done and res.finish_reason is None:
+        res.error = "stream ended before the request finished"
+    res.ok = res.error is None
+
+
+def _apply_spec_details(details: dict[str, Any], res: RequestResult) -> None:
+    def get(name: str) -> Any:
+        return details.get(f"spec_{name}", details.get(name))
+
+    verify = get("verify_ct")
+    if isinstance(verify, int) and verify > 0:
+        res.spec_verify_ct = verify
+    res.accept_length = get("accept_length")
+    res.accept_rate = get("accept_rate")

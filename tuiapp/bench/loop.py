@@ -1,0 +1,360 @@
+"""The continuous benchmark loop: warm-up, then runs of K requests at concurrency N.
+
+Per run (closed loop, N workers pull the run's K requests; runs do not overlap):
+  decode tok/s = mean over the run's successful requests of (N_i - 1)/(e2e_i - TTFT_i),
+                 the single-stream figure the campaign's script printed;
+  output tok/s = sum of completion tokens / run wall time (first send to last finish).
+Across runs: mean, sample sd and Student-t 95% CI of the per-run decode tok/s.
+
+A request that cannot connect means the server is gone: the loop says
+``waiting_server``, retries with backoff, and carries on with the same run when the
+server is back. Every other failure is one ``RequestDone(ok=False)``; nothing here
+raises for a bad response.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+
+from tuiapp.bench import stats
+from tuiapp.bench.client import PATHS, RequestResult, build_payload, make_client, stream_request
+from tuiapp.bench.settings import BenchSettings
+from tuiapp.bench.workload import Prompt, build
+from tuiapp.events import Alert, BenchState, BenchSummary, Note, RequestDone, RunDone
+
+Publish = Callable[[Any], None]
+
+_BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+NAN_ALERT_ID = 4_000_001  # fixed: the bench's one numerical-fault alert
+
+
+class _Restart(Exception):
+    """Raised inside a run when restart() was asked for."""
+
+
+class BenchLoop:
+    def __init__(
+        self,
+        publish: Publish,
+        base_url: str,
+        settings: BenchSettings,
+        *,
+        api_key: str | None = None,
+        trial: str | None = None,
+    ) -> None:
+        self.publish = publish
+        self.base_url = base_url.rstrip("/")
+        self.settings = settings
+        self.trial = trial
+        self.results: list[RunDone] = []
+        self.state = "stopped"
+        self._api_key = api_key
+        self._prompts: list[Prompt] = build(settings.workload, input_tokens=settings.input_tokens, seed=settings.seed)
+        self._prompt_iter = itertools.cycle(self._prompts)
+        self._running = asyncio.Event()
+        self._running.set()
+        self._stop = asyncio.Event()
+        self._restart = False
+        self._generation = 0  # bumped by restart(): results of an older generation are dropped
+        self._server_ok = asyncio.Event()
+        self._server_ok.set()
+        self._model: str | None = settings.model
+        self._run_index = 0
+        self._nan_count = 0
+        self._paused_total_s = 0.0
+        self._paused_since: float | None = None
+
+    # ------------------------------------------------------------ controls
+
+    def pause(self) -> None:
+        if self._running.is_set() and not self._stop.is_set():
+            self._running.clear()
+            self._paused_since = time.perf_counter()
+            self._set_state("paused", "paused by user; in-flight requests finish")
+
+    def resume(self) -> None:
+        if not self._running.is_set():
+            self._unpause()
+            self._set_state("running", "resumed")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._unpause()  # wake a paused loop so it can end
+
+    def _unpause(self) -> None:
+        if self._paused_since is not None:
+            self._paused_total_s += time.perf_counter() - self._paused_since
+            self._paused_since = None
+        self._running.set()
+
+    def _paused_s(self) -> float:
+        since = self._paused_since
+        return self._paused_total_s + (time.perf_counter() - since if since is not None else 0.0)
+
+    def restart(self) -> None:
+        """Forget the runs so far and start numbering again (after a fresh cache flush)."""
+        self._restart = True
+        self._generation += 1
+        self._unpause()
+
+    # ------------------------------------------------------------ figures
+
+    def decode_runs(self) -> list[float]:
+        return [r.decode_tok_s for r in self.results if r.decode_tok_s is not None]
+
+    def summary(self) -> dict[str, Any]:
+        """The --summary JSON: per-run figures and decode tok/s statistics."""
+        decode = self.decode_runs()
+        ci = stats.ci95(decode)
+        return {
+            "runs": [
+                {
+                    "decode_tok_s": r.decode_tok_s,
+                    "output_tok_s": r.output_tok_s,
+                    "ttft_s": r.ttft_s,
+                    "itl_s": r.itl_s,
+                    "accept_length": r.accept_length,
+                }
+                for r in self.results
+            ],
+            "mean_decode_tok_s": stats.mean(decode),
+            "sd_decode_tok_s": stats.sd(decode),
+            "ci95_decode_tok_s": list(ci) if ci else None,
+        }
+
+    # ------------------------------------------------------------ the loop
+
+    async def run(self) -> None:
+        s = self.settings
+        self._url = self.base_url + PATHS[s.api]
+        async with make_client(s.timeouts, api_key=self._api_key, concurrency=s.concurrency) as client:
+            self._client = client
+            try:
+                await self._prepare(client)
+                while not self._stop.is_set():
+                    if self._restart:
+                        self._restart = False
+                        self.results = []
+                        self._run_index = 0
+                        self._set_state("warming_up", "restarted: flushing cache, new run numbering")
+                        await self._flush_cache(client)
+                    if s.runs is not None and len(self.results) >= s.runs:
+                        break
+                    await self._running.wait()
+                    if self._stop.is_set():
+                        break
+                    if self._restart:
+                        continue
+                    if self.state != "running":
+                        self._set_state("running")
+                    await self._one_run(client)
+            except _StopNow:
+                pass
+        self._set_state("done" if s.runs is not None and len(self.results) >= s.runs else "stopped")
+
+    async def _prepare(self, client: httpx.AsyncClient) -> None:
+        s = self.settings
+        if s.api != "generate" and self._model is None:
+            self._model = await self._discover_model(client)
+        if s.warmup_requests:
+            self._set_state("warming_up", f"{s.warmup_requests} warm-up request(s), not counted")
+            for _ in range(s.warmup_requests):
+                await self._request(client, max_new_tokens=min(32, s.max_new_tokens))
+        if s.flush_cache:
+            await self._flush_cache(client)
+
+    async def _one_run(self, client: httpx.AsyncClient) -> None:
+        s = self.settings
+        generation = self._generation
+        run_index = self._run_index
+        k = s.run_size
+        counter = iter(range(k))
+        done: list[RequestResult] = []
+        t_start = time.perf_counter()
+
+        async def worker() -> None:
+            for req_index in counter:
+                await self._running.wait()
+                if self._stop.is_set() or generation != self._generation:
+                    return
+                res = await self._request(client)
+                if generation != self._generation:
+                    return
+                done.append(res)
+                self.publish(_request_event(run_index, req_index, res))
+                if res.numerical_fault:
+                    self._nan_count += 1
+                    self.publish(
+                        Alert(
+                            alert_kind="numerical",
+                            message=(
+                                f"request finished with 'NaN happened' (run {run_index}, request {req_index};"
+                                f" {self._nan_count} so far)"
+                            ),
+                            source="bench",
+                            alert_id=NAN_ALERT_ID,  # later NaN finishes update one alert
+                        )
+                    )
+
+        paused_before_s = self._paused_s()
+        tasks = [asyncio.ensure_future(worker()) for _ in range(min(s.concurrency, k))]
+        try:
+            await asyncio.gather(*tasks)
+        finally:
+            for task in tasks:
+                task.cancel()
+        # A pause inside a run is not run time: in-flight requests finished, nothing new started.
+        wall_s = time.perf_counter() - t_start - (self._paused_s() - paused_before_s)
+        if generation != self._generation or self._stop.is_set() and len(done) < k:
+            return  # a restarted or stopped run is not a run
+        self._run_index += 1
+        run = _run_event(run_index, done, wall_s, s.concurrency, self.trial)
+        self.results.append(run)
+        self.publish(run)
+        self._publish_summary()
+
+    def _publish_summary(self) -> None:
+        decode = self.decode_runs()
+        output = [r.output_tok_s for r in self.results if r.output_tok_s is not None]
+        accept = [r.accept_length for r in self.results if r.accept_length is not None]
+        ci = stats.ci95(decode)
+        self.publish(
+            BenchSummary(
+                runs=len(self.results),
+                mean_decode_tok_s=stats.mean(decode),
+                sd_decode_tok_s=stats.sd(decode),
+                ci95_decode_tok_s=ci,
+                mean_output_tok_s=stats.mean(output),
+                accept_length=stats.mean(accept),
+                trial=self.trial,
+            )
+        )
+
+    async def _request(self, client: httpx.AsyncClient, max_new_tokens: int | None = None) -> RequestResult:
+        """One request; while the server is unreachable, wait for it instead of failing."""
+        s = self.settings
+        prompt = next(self._prompt_iter)
+        if max_new_tokens is not None:
+            prompt = Prompt(prompt.text, prompt.input_ids, prompt.messages, max_new_tokens)
+        payload = build_payload(s.api, prompt, s, self._model)
+        while True:
+            await self._server_ok.wait()
+            if self._stop.is_set():
+                raise _StopNow
+            res = await stream_request(client, self._url, s.api, payload, s.timeouts)
+            if not res.connect_failed:
+                return res
+            await self._wait_for_server(client, res.error or "cannot connect")
+
+    async def _wait_for_server(self, client: httpx.AsyncClient, why: str) -> None:
+        """One worker probes with backoff; the others wait on the event it sets."""
+        if not self._server_ok.is_set():
+            return
+        self._server_ok.clear()
+        previous = self.state
+        self._set_state("waiting_server", f"server unreachable ({why}); retrying")
+        try:
+            for attempt in itertools.count():
+                if self._stop.is_set():
+                    return
+                delay_s = _BACKOFF_S[min(attempt, len(_BACKOFF_S) - 1)]
+                try:
+                    await asyncio.wait_for(self._stop.wait(), timeout=delay_s)
+                    return
+                except asyncio.TimeoutError:
+                    pass
+                if await self._probe(client):
+                    break
+            self._set_state(previous if previous != "waiting_server" else "running", "server is back")
+        finally:
+            self._server_ok.set()
+
+    async def _probe(self, client: httpx.AsyncClient) -> bool:
+        try:
+            resp = await client.get(self.base_url + "/health", timeout=5.0)
+        except httpx.HTTPError:
+            return False
+        # Any HTTP answer means the process is listening again; 503 (still loading) is
+        # not ready yet. Servers without /health answer 404: good enough.
+        return resp.status_code != 503
+
+    async def _flush_cache(self, client: httpx.AsyncClient) -> None:
+        try:
+            resp = await client.post(self.base_url + "/flush_cache", timeout=10.0)
+        except httpx.HTTPError as exc:
+            self._note("warning", f"cache flush failed: {type(exc).__name__}")
+            return
+        if resp.status_code != 200:
+            self._note("warning", f"cache flush refused (HTTP {resp.status_code}); accept length spans earlier requests")
+
+    async def _discover_model(self, client: httpx.AsyncClient) -> str | None:
+        try:
+            resp = await client.get(self.base_url + "/v1/models", timeout=5.0)
+            data = resp.json().get("data") or []
+            return data[0]["id"] if data else None
+        except (httpx.HTTPError, ValueError, KeyError, IndexError, AttributeError, TypeError):
+            return None
+
+    def _set_state(self, state: str, message: str = "") -> None:
+        self.state = state
+        self.publish(BenchState(state=state, message=message))
+
+    def _note(self, level: str, text: str) -> None:
+        self.publish(Note(level=level, text=text, source="bench"))
+
+
+class _StopNow(Exception):
+    """stop() while a worker was waiting for the server."""
+
+
+def _request_event(run_index: int, req_index: int, r: RequestResult) -> RequestDone:
+    return RequestDone(
+        run_index=run_index,
+        request_index=req_index,
+        ok=r.ok,
+        error=r.error,
+        prompt_tokens=r.prompt_tokens,
+        completion_tokens=r.completion_tokens,
+        ttft_s=r.ttft_s,
+        itl_s=r.itl_s,
+        e2e_s=r.e2e_s,
+        decode_tok_s=r.decode_tok_s,
+        chunks=r.chunks or None,
+        tokens_per_chunk=r.tokens_per_chunk,
+        chunk_gap_mean_s=r.chunk_gap_mean_s,
+        accept_length=r.accept_length,
+        accept_rate=r.accept_rate,
+        spec_verify_ct=r.spec_verify_ct,
+        finish_reason=r.finish_reason,
+        numerical_fault=r.numerical_fault,
+    )
+
+
+def _run_event(run_index: int, done: list[RequestResult], wall_s: float, concurrency: int, trial: str | None) -> RunDone:
+    good = [r for r in done if r.ok]
+    decode = [d for r in good if (d := r.decode_tok_s) is not None]
+    tokens = sum(r.completion_tokens or 0 for r in good)
+    verify = sum(r.spec_verify_ct or 0 for r in good if r.accept_length is not None)
+    spec_tokens = sum(r.completion_tokens or 0 for r in good if r.spec_verify_ct and r.accept_length is not None)
+    rates = [r.accept_rate for r in good if r.accept_rate is not None]
+    return RunDone(
+        run_index=run_index,
+        requests=len(done),
+        errors=len(done) - len(good),
+        concurrency=concurrency,
+        duration_s=wall_s,
+        decode_tok_s=stats.mean(decode),
+        output_tok_s=tokens / wall_s if good and wall_s > 0 else None,
+        ttft_s=stats.mean([r.ttft_s for r in good if r.ttft_s is not None]),
+        itl_s=stats.mean([i for r in good if (i := r.itl_s) is not None]),
+        # token-weighted, as the server computes it: tokens / verify steps over the run
+        accept_length=spec_tokens / verify if verify else stats.mean([r.accept_length for r in good if r.accept_length is not None]),
+        accept_rate=stats.mean(rates),
+        trial=trial,
+    )

@@ -1,0 +1,284 @@
+"""A minimal SGLang-format streaming server with exact pacing, for tests and client-cost runs.
+
+Not the simulator (tuiapp/sim is the full stand-in): this is a few hundred lines of raw
+asyncio HTTP/1.1 so that, on a small box, the server's own CPU cost stays far below the
+client's and its pacing is exact. Chunk i of a request is sent at
+``t_recv + prefill_s + i * step_s`` (absolute schedule, no drift); the first chunk carries
+one token (prefill), each later chunk ``tokens_per_chunk`` tokens (speculative decoding
+with a constant accept length when > 1).
+
+Faults for tests: push names onto ``FakeSGLang.faults``; each request takes the next one:
+``http500``, ``http401``, ``stream_error`` (in-stream error chunk), ``malformed`` (bad JSON
+chunk), ``stall`` (stops sending mid-stream), ``nan`` (finish "NaN happened"), ``abort``,
+``no_first`` (never sends a token), ``close`` (drops the connection mid-stream).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"}
+
+
+@dataclass
+class FakeSGLang:
+    prefill_s: float = 0.02
+    step_s: float = 0.01
+    tokens_per_chunk: int = 1
+    spec: bool = False  # report spec_* in meta_info / sglext (accept length = tokens_per_chunk)
+    num_draft_tokens: int = 4
+    api_key: str | None = None
+    cumulative: bool = True  # SGLang default: /generate text and output_ids repeat everything
+    model: str = "fake-model"
+    metrics: bool = True
+    old_paths_only: bool = False  # an older SGLang: only /get_server_info, /get_model_info
+    faults: deque[str] = field(default_factory=deque)
+    requests: int = 0
+    flushes: int = 0
+    last_body: dict[str, Any] | None = None
+    _server: asyncio.base_events.Server | None = None
+    port: int = 0
+
+    async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
+        self._server = await asyncio.start_server(self._conn, host, port, backlog=1024)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            # Close live keep-alive connections too, as a killed server would.
+            for writer in list(self._writers):
+                writer.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    def __post_init__(self) -> None:
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    # ------------------------------------------------------------ HTTP
+
+    async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._writers.add(writer)
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                lines = head.decode("latin-1").split("\r\n")
+                method, path, _ = lines[0].split(" ", 2)
+                headers = {}
+                for line in lines[1:]:
+                    if ":" in line:
+                        k, v = line.split(":", 1)
+                        headers[k.strip().lower()] = v.strip()
+                length = int(headers.get("content-length", "0"))
+                body = await reader.readexactly(length) if length else b""
+                keep = await self._route(method, path, headers, body, writer)
+                if not keep:
+                    break
+        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
+            pass
+        finally:
+            self._writers.discard(writer)
+            writer.close()
+
+    async def _send(self, writer: asyncio.StreamWriter, status: int, body: bytes, ctype: str = "application/json") -> bool:
+        writer.write(
+            f"HTTP/1.1 {status} {_REASONS.get(status, 'X')}\r\ncontent-type: {ctype}\r\n"
+            f"content-length: {len(body)}\r\n\r\n".encode() + body
+        )
+        await writer.drain()
+        return True
+
+    async def _route(self, method: str, path: str, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter) -> bool:
+        path = path.split("?", 1)[0]
+        public = path.startswith(("/health", "/metrics"))
+        if self.api_key and not public and headers.get("authorization") != f"Bearer {self.api_key}":
+            return await self._send(writer, 401, b'{"error": "Unauthorized"}')
+        if path in ("/health", "/health_generate"):
+            return await self._send(writer, 200, b"")
+        if path == "/flush_cache":
+            self.flushes += 1
+            return await self._send(writer, 200, b"Cache flushed.\n", "text/plain")
+        if path == "/metrics" and self.metrics:
+            return await self._send(writer, 200, self._metrics_text(), "text/plain; version=0.0.4")
+        if path == "/v1/models":
+            return await self._send(writer, 200, orjson.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}))
+        info = {"/server_info": self._server_info, "/get_server_info": self._server_info, "/model_info": self._model_info, "/get_model_info": self._model_info}
+        if path in info and not (self.old_paths_only and not path.startswith("/get_")):
+            return await self._send(writer, 200, orjson.dumps(info[path]()))
+        if path in ("/generate", "/v1/completions", "/v1/chat/completions") and method in ("POST", "PUT"):
+            return await self._stream(path, orjson.loads(body), writer)
+        return await self._send(writer, 404, b'{"detail": "Not Found"}')
+
+    def _server_info(self) -> dict[str, Any]:
+        args = {
+            "model_path": "/models/fake", "tp_size": 8, "ep_size": 1, "api_key": self.api_key,
+            "speculative_algorithm": "EAGLE3" if self.spec else None,
+            "speculative_num_steps": 3 if self.spec else None,
+            "speculative_eagle_topk": 1 if self.spec else None,
+            "speculative_num_draft_tokens": self.num_draft_tokens if self.spec else None,
+        }
+        state = {"last_gen_throughput": self.tokens_per_chunk / self.step_s}
+        if self.spec:
+            state["avg_spec_accept_length"] = float(self.tokens_per_chunk)
+        return {**args, "internal_states": [state], "version": "0.5.23-fake"}
+
+    def _model_info(self) -> dict[str, Any]:
+        return {"model_path": "/models/fake", "served_model_name": self.model, "is_generation": True}
+
+    def _metrics_text(self) -> bytes:
+        lbl = f'model_name="{self.model}",engine_type="unified",tp_rank="0",pp_rank="0",moe_ep_rank="0"'
+        lines = [
+            "# HELP sglang:gen_throughput The generation throughput (token/s).",
+            "# TYPE sglang:gen_throughput gauge",
+            f"sglang:gen_throughput{{{lbl}}} {self.tokens_per_chunk / self.step_s}",
+            "# TYPE sglang:num_running_reqs gauge",
+            f"sglang:num_running_reqs{{{lbl}}} 1.0",
+            "# TYPE sglang:num_queue_reqs gauge",
+            f"sglang:num_queue_reqs{{{lbl}}} 0.0",
+            "# TYPE sglang:token_usage gauge",
+            f"sglang:token_usage{{{lbl}}} 0.25",
+            "# TYPE sglang:num_retracted_reqs gauge",
+            f"sglang:num_retracted_reqs{{{lbl}}} 0.0",
+        ]
+        if self.spec:
+            rate = (self.tokens_per_chunk - 1) / (self.num_draft_tokens - 1)
+            lines += [
+                "# TYPE sglang:spec_accept_length gauge",
+                f"sglang:spec_accept_length{{{lbl}}} {float(self.tokens_per_chunk)}",
+                "# TYPE sglang:spec_accept_rate gauge",
+                f"sglang:spec_accept_rate{{{lbl}}} {rate}",
+            ]
+        return ("\n".join(lines) + "\n").encode()
+
+    # ------------------------------------------------------------ streaming
+
+    async def _stream(self, path: str, req: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
+        self.requests += 1
+        self.last_body = req
+        fault = self.faults.popleft() if self.faults else None
+        if fault == "http500":
+            return await self._send(writer, 500, b'{"error": {"message": "internal boom"}}')
+        if fault == "http401":
+            return await self._send(writer, 401, b'{"error": "Unauthorized"}')
+        t_recv = time.perf_counter()
+        native = path == "/generate"
+        if native:
+            n = int(req["sampling_params"]["max_new_tokens"])
+        else:
+            n = int(req["max_tokens"])
+        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        sizes = [1]
+        while sum(sizes) < n:
+            sizes.append(min(self.tokens_per_chunk, n - sum(sizes)))
+        k = self.tokens_per_chunk
+        verify_ct = len(sizes)  # prefill token + one verify step per later chunk, as SGLang counts
+        fail_at = len(sizes) // 2
+        text = []
+        emitted = 0
+        for i, size in enumerate(sizes):
+            delay = t_recv + self.prefill_s + i * self.step_s - time.perf_counter()
+            if fault == "no_first" and i == 0:
+                await asyncio.sleep(3600)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            if i == fail_at and fault in ("stall", "close", "stream_error", "malformed"):
+                if fault == "stall":
+                    await asyncio.sleep(3600)
+                if fault == "close":
+                    writer.transport.abort()
+                    return False
+                payload = b"{not json" if fault == "malformed" else orjson.dumps(
+                    {"error": {"message": "boom in stream", "type": "invalid_request_error", "code": 400}}
+                )
+                self._chunk(writer, b"data: " + payload + b"\n\n")
+                self._chunk(writer, b"data: [DONE]\n\n")
+                self._chunk(writer, b"")
+                await writer.drain()
+                return True
+            emitted += size
+            piece = " tok" * size
+            text.append(piece)
+            last = i == len(sizes) - 1
+            if native:
+                finish = None
+                if last:
+                    finish = {"type": "length", "length": n}
+                    if fault == "nan":
+                        finish = {"type": "stop", "matched": "NaN happened"}
+                    elif fault == "abort":
+                        finish = {"type": "abort", "message": "aborted by test"}
+                meta: dict[str, Any] = {"id": "r", "finish_reason": finish, "prompt_tokens": 30, "completion_tokens": emitted, "cached_tokens": 0}
+                if last:
+                    meta["e2e_latency"] = time.perf_counter() - t_recv
+                    if self.spec:
+                        meta.update(spec_verify_ct=verify_ct, spec_accept_length=n / verify_ct, spec_accept_rate=(k - 1) / (self.num_draft_tokens - 1))
+                body = {"text": "".join(text) if self.cumulative else piece, "output_ids": list(range(emitted)) if self.cumulative else [0] * size, "meta_info": meta}
+                self._chunk(writer, b"data: " + orjson.dumps(body) + b"\n\n")
+            else:
+                chat = path.endswith("chat/completions")
+                choice: dict[str, Any] = {"index": 0, "finish_reason": None}
+                if chat:
+                    choice["delta"] = {"content": piece} if i else {"role": "assistant", "content": piece}
+                else:
+                    choice["text"] = piece
+                if last:
+                    choice["finish_reason"] = "stop" if fault == "nan" else ("abort" if fault == "abort" else "length")
+                    if fault == "nan":
+                        choice["matched_stop"] = "NaN happened"
+                obj = {"id": "c", "object": "chat.completion.chunk" if chat else "text_completion", "model": self.model, "choices": [choice]}
+                self._chunk(writer, b"data: " + orjson.dumps(obj) + b"\n\n")
+                if last:
+                    if self.spec and req.get("return_spec_tokens_details"):
+                        details = {"spec_accept_length": n / verify_ct, "spec_accept_rate": (k - 1) / (self.num_draft_tokens - 1), "spec_verify_ct": verify_ct}
+                        self._chunk(writer, b"data: " + orjson.dumps({"id": "c", "choices": [], "sglext": {"spec_tokens_details": details}}) + b"\n\n")
+                    if (req.get("stream_options") or {}).get("include_usage"):
+                        usage = {"prompt_tokens": 30, "completion_tokens": n, "total_tokens": 30 + n}
+                        self._chunk(writer, b"data: " + orjson.dumps({"id": "c", "choices": [], "usage": usage}) + b"\n\n")
+            await writer.drain()
+        self._chunk(writer, b"data: [DONE]\n\n")
+        self._chunk(writer, b"")
+        await writer.drain()
+        return True
+
+    @staticmethod
+    def _chunk(writer: asyncio.StreamWriter, data: bytes) -> None:
+        writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+
+def main(argv: list[str] | None = None) -> None:
+    """``python -m tuiapp.bench.testserver --port P --step-ms 10 --tokens-per-chunk 3``"""
+    import argparse
+
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--port", type=int, default=30000)
+    p.add_argument("--prefill-ms", type=float, default=20.0)
+    p.add_argument("--step-ms", type=float, default=10.0)
+    p.add_argument("--tokens-per-chunk", type=int, default=1)
+    p.add_argument("--spec", action="store_true")
+    a = p.parse_args(argv)
+    srv = FakeSGLang(prefill_s=a.prefill_ms / 1000, step_s=a.step_ms / 1000, tokens_per_chunk=a.tokens_per_chunk, spec=a.spec)
+
+    async def serve() -> None:
+        await srv.start(port=a.port)
+        print(f"listening on {srv.url}", flush=True)
+        await asyncio.Event().wait()
+
+    try:
+        asyncio.run(serve())
+    except KeyboardInterrupt:
+        pass
+
+
+if __name__ == "__main__":
+    main()
