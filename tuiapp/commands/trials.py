@@ -1,0 +1,140 @@
+"""tuiapp trials: run a plan of server configurations and keep a ledger of what each proved."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "run a plan of trials (baseline + variations) and write a ledger with verdicts"
+
+DEFAULT_SIM_SPEED = 20.0
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("plan", nargs="?", default="campaign",
+                        help="plan file (TOML), or the name of a shipped plan (default: campaign, "
+                             "the reference campaign)")
+    parser.add_argument("--headless", action="store_true", help="plain lines on stdout, no TUI")
+    parser.add_argument("--record", metavar="FILE", help="record every event to FILE (JSONL)")
+    parser.add_argument("--ledger", metavar="FILE", help="write the ledger as JSON, after every trial")
+    parser.add_argument("--ledger-md", metavar="FILE", help="also write it as Markdown")
+    parser.add_argument("--ledger-csv", metavar="FILE", help="also write it as CSV")
+    parser.add_argument("--resume", action="store_true",
+                        help="skip trials already in the --ledger file (failed ones included)")
+    parser.add_argument("--isolate", metavar="TRIAL",
+                        help="run the baseline, each single knob of TRIAL's diff alone, then TRIAL, "
+                             "and attribute TRIAL's difference knob by knob")
+    parser.add_argument("--only", metavar="NAME", nargs="+", help="run only these trials (and the baseline)")
+    parser.add_argument("--sim", action="store_true",
+                        help="run every server through the built-in simulator (no GPU, no SGLang)")
+    parser.add_argument("--sim-speed", type=float, default=DEFAULT_SIM_SPEED, metavar="X",
+                        help=f"with --sim: simulated time runs X times faster (default {DEFAULT_SIM_SPEED:g})")
+    parser.add_argument("--telemetry", choices=["auto", "nvml", "sim", "off"], default="auto",
+                        help="GPU sampler for each trial (default: nvml, or sim with --sim)")
+    parser.add_argument("--log-dir", metavar="DIR",
+                        help="keep each trial's server log in DIR (default: next to --ledger)")
+    parser.add_argument("--check", action="store_true",
+                        help="validate the plan, print each trial's diff against the baseline, run nothing")
+    parser.add_argument("--theme", help="TUI theme")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tuiapp.cli import UsageError
+    from tuiapp.trials.isolate import isolate_trials
+    from tuiapp.trials.ledger import Ledger
+    from tuiapp.trials.plan import PlanError, load_plan
+    from tuiapp.trials.plans import plan_path
+
+    try:
+        plan = load_plan(plan_path(args.plan))
+    except PlanError as exc:
+        raise UsageError(str(exc)) from None
+    if args.isolate and args.only:
+        raise UsageError("--isolate and --only cannot be combined")
+    if args.resume and not args.ledger:
+        raise UsageError("--resume needs --ledger FILE (the ledger to resume)")
+    if args.sim_speed <= 0:
+        raise UsageError("--sim-speed must be > 0")
+
+    names = [t.name for t in plan.all()]
+    if args.isolate:
+        try:
+            trials = isolate_trials(plan, args.isolate)
+        except KeyError:
+            raise UsageError(f"--isolate {args.isolate}: no such trial (trials: {', '.join(names[1:])})") from None
+        except ValueError as exc:
+            raise UsageError(f"--isolate: {exc}") from None
+    elif args.only:
+        unknown = [n for n in args.only if n not in names]
+        if unknown:
+            raise UsageError(f"--only: no trial named {unknown[0]!r} (trials: {', '.join(names)})")
+        trials = [t for t in plan.all() if t.is_baseline or t.name in args.only]
+    else:
+        trials = plan.all()
+
+    if args.check:
+        print(_check_text(plan, trials))
+        return 0
+
+    ledger = Ledger()
+    ledger_path = Path(args.ledger) if args.ledger else None
+    if args.resume and ledger_path is not None and ledger_path.exists():
+        try:
+            ledger = Ledger.load(ledger_path)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    log_dir = Path(args.log_dir) if args.log_dir else (
+        ledger_path.with_name(ledger_path.stem + ".logs") if ledger_path else None)
+    return _run_session(args, plan, trials, ledger, ledger_path, log_dir)
+
+
+def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
+    from pathlib import Path
+
+    from tuiapp.session import Session
+    from tuiapp.session import run as run_session
+    from tuiapp.trials.controls import TrialsControls
+    from tuiapp.trials.runner import PlanRunner, RunnerOptions
+
+    options = RunnerOptions(
+        ledger_path=ledger_path, ledger_md=Path(args.ledger_md) if args.ledger_md else None,
+        ledger_csv=Path(args.ledger_csv) if args.ledger_csv else None, resume=args.resume,
+        sim_speed=args.sim_speed if args.sim else None, telemetry=args.telemetry, log_dir=log_dir,
+        keep_open=not args.headless,
+    )
+    box: list[Session] = []
+    runner = PlanRunner(plan, trials, ledger, options, on_done=lambda code: box[0].finish(code) if args.headless else None)
+    session = Session(
+        title=f"trials: {plan.name}" + (f" --isolate {args.isolate}" if args.isolate else ""),
+        sources=[runner.run], controls=TrialsControls(runner),
+        record_path=Path(args.record) if args.record else None,
+        header={"mode": "trials", "plan": str(plan.path), "trials": [t.name for t in trials],
+                "sim": bool(args.sim)},
+        on_stop=runner.shutdown,
+    )
+    box.append(session)
+    code = run_session(session, headless=args.headless, theme=args.theme)
+    if ledger.rows:
+        print()
+        print(ledger.to_markdown(), end="")
+        for row in ledger.rows.values():
+            if row.confound:
+                print(f"warning: {row.confound}")
+    if ledger_path is not None:
+        print(f"ledger: {ledger_path}")
+    return code
+
+
+def _check_text(plan, trials) -> str:
+    from tuiapp.trials.diff import config_diff, confound_warning, knobs
+
+    lines = [f"plan {plan.name}: {len(trials)} trials, baseline {plan.baseline.name}"]
+    for t in trials:
+        changes = config_diff(plan.baseline, t)
+        diff = ", ".join(c.text() for c in changes) or "-"
+        lines.append(f"  {t.name}: {len(knobs(changes, plan.knob_groups))} knob(s): {diff}")
+        lines.append(f"    {' '.join(t.argv())}" + (f"  env {t.env}" if t.env else ""))
+        if warning := confound_warning(t.name, changes, plan.knob_groups):
+            lines.append(f"    warning: {warning}")
+    return "\n".join(lines)

@@ -1,0 +1,88 @@
+"""What one trial's events add up to: its first failure, runs, acceptance, GPU figures.
+
+The runner hands every event of the trial through :meth:`TrialCollector.observe` on its way
+to the bus (from the event loop and from the GPU sampler's thread; only appends and dict
+stores, which the GIL makes safe).
+"""
+
+from __future__ import annotations
+
+from tuiapp.events import Alert, BenchSummary, GpuSample, RunDone, ServerStats, _Event
+
+# Generic kinds say *that* it died; the specific ones say why, so they name the status.
+_GENERIC = {"error", "crash"}
+
+
+class TrialCollector:
+    def __init__(self) -> None:
+        self.alerts: dict[int, Alert] = {}  # alert_id -> latest update (more ranks joined)
+        self._order: list[int] = []
+        self.runs: list[RunDone] = []
+        self.summary: BenchSummary | None = None
+        self.server_accept_length: float | None = None
+        self.peak_mem_bytes: dict[int, int] = {}
+        self.pcie_bench: dict[int, list[float]] = {}  # GPU -> tx+rx samples while benchmarking
+        self.benchmarking = False
+        self.request_errors: list[str] = []
+
+    def observe(self, event: _Event) -> None:
+        if isinstance(event, Alert):
+            if event.severity == "error":
+                if event.alert_id not in self.alerts:
+                    self._order.append(event.alert_id)
+                self.alerts[event.alert_id] = event
+        elif isinstance(event, RunDone):
+            self.runs.append(event)
+        elif isinstance(event, BenchSummary):
+            self.summary = event
+        elif isinstance(event, ServerStats):
+            if event.accept_length is not None:
+                self.server_accept_length = event.accept_length
+        elif isinstance(event, GpuSample):
+            if event.mem_used_bytes is not None:
+                prev = self.peak_mem_bytes.get(event.index, 0)
+                self.peak_mem_bytes[event.index] = max(prev, event.mem_used_bytes)
+            if self.benchmarking and event.pcie_tx_bytes_s is not None and event.pcie_rx_bytes_s is not None:
+                self.pcie_bench.setdefault(event.index, []).append(event.pcie_tx_bytes_s + event.pcie_rx_bytes_s)
+        elif getattr(event, "kind", None) == "request" and not getattr(event, "ok", True):
+            self.request_errors.append(getattr(event, "error", None) or "request failed")
+
+    def first_alert(self) -> Alert | None:
+        """The root cause: the earliest specific alert in the log, else the earliest alert."""
+        alerts = [self.alerts[i] for i in self._order]
+        if not alerts:
+            return None
+
+        def position(alert: Alert) -> tuple[float, int]:
+            line = alert.first_line if alert.first_line is not None else float("inf")
+            return (line, self._order.index(alert.alert_id))
+
+        specific = [a for a in alerts if a.alert_kind not in _GENERIC]
+        return min(specific or alerts, key=position)
+
+    def run_tok_s(self) -> list[float]:
+        return [r.decode_tok_s for r in self.runs if r.decode_tok_s is not None and r.errors < r.requests]
+
+    def accept_length(self) -> float | None:
+        values = [r.accept_length for r in self.runs if r.accept_length is not None]
+        if values:
+            return sum(values) / len(values)
+        if self.summary is not None and self.summary.accept_length is not None:
+            return self.summary.accept_length
+        return self.server_accept_length
+
+    def mean_output_tok_s(self) -> float | None:
+        values = [r.output_tok_s for r in self.runs if r.output_tok_s is not None]
+        return sum(values) / len(values) if values else None
+
+    def mean_ttft_s(self) -> float | None:
+        values = [r.ttft_s for r in self.runs if r.ttft_s is not None]
+        return sum(values) / len(values) if values else None
+
+    def pcie_avg_peak(self) -> tuple[float | None, float | None]:
+        series = [s for s in self.pcie_bench.values() if s]
+        if not series:
+            return None, None
+        avg = sum(sum(s) / len(s) for s in series) / len(series)
+        peak = max(max(s) for s in series)
+        return avg, peak

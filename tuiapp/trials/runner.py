@@ -1,0 +1,332 @@
+"""Run a plan: for each trial preflight, launch, wait ready or fail, warm up, run, flush the
+cache, collect, stop, next. A trial that fails is recorded with its cause and the plan goes
+on; the ledger is saved after every trial so an interrupted plan can ``--resume``.
+
+The runner is a session source: it publishes TrialState and TrialResult (plus everything
+the launcher, log watcher, benchmark loop and GPU sampler of the current trial publish).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from tuiapp.bus import EventBus
+from tuiapp.events import BenchState, Note, TrialResult, TrialState, _Event
+from tuiapp.trials.collector import TrialCollector
+from tuiapp.trials.diff import config_diff, confound_warning, diff_dict, knobs
+from tuiapp.trials.flags import Flag
+from tuiapp.trials.ledger import OK, Ledger, LedgerRow, fill_run_stats
+from tuiapp.trials.plan import Plan, TrialConfig
+
+SIM_COMMAND = (sys.executable, "-m", "tuiapp.sim.server")
+_SETTLE_S = 3.0  # after a failure, how long the dying server gets to print its traceback
+
+
+@dataclass
+class RunnerOptions:
+    ledger_path: Path | None = None
+    ledger_md: Path | None = None
+    ledger_csv: Path | None = None
+    resume: bool = False
+    sim_speed: float | None = None  # set: run every server through the simulator
+    telemetry: str = "auto"  # auto | nvml | sim | off
+    log_dir: Path | None = None
+    gpu_interval_s: float = 1.0
+    keep_open: bool = False  # TUI: stay up after the last trial so the ledger can be read
+
+
+def sim_config(cfg: TrialConfig, speed: float, port: int) -> TrialConfig:
+    """The trial with its server replaced by the simulator on a free port."""
+    flags = dict(cfg.flags)
+    flags["port"] = Flag("port", str(port))
+    flags["host"] = Flag("host", "127.0.0.1")
+    flags["sim-speed"] = Flag("sim-speed", repr(float(speed)))
+    return replace(cfg, command=SIM_COMMAND, flags=flags)
+
+
+class PlanRunner:
+    def __init__(self, plan: Plan, trials: list[TrialConfig], ledger: Ledger,
+                 options: RunnerOptions, *, on_done: Callable[[int], None] | None = None) -> None:
+        self.plan = plan
+        self.trials = trials
+        self.ledger = ledger
+        self.options = options
+        self.on_done = on_done
+        self.current: str | None = None
+        self.bench = None  # the current BenchLoop (controls pause/resume it)
+        self.server = None  # the current ServerProcess
+        self._user_stopped = False
+        self.startup_s: float | None = None  # of the trial being finished
+        self.returncode: int | None = None
+
+    # ------------------------------------------------------------ controls
+
+    def stop_server(self) -> None:
+        """The user stopped the current trial's server: the trial is skipped, not failed."""
+        self._user_stopped = True
+        if self.server is not None:
+            asyncio.get_running_loop().create_task(self.server.stop())
+
+    async def shutdown(self) -> None:
+        if self.bench is not None:
+            self.bench.stop()
+        if self.server is not None:
+            await self.server.stop()
+
+    # ------------------------------------------------------------ the plan
+
+    async def run(self, bus: EventBus) -> None:
+        total = len(self.trials)
+        for cfg in self.trials:
+            changes = config_diff(self.plan.baseline, cfg)
+            warning = confound_warning(cfg.name, changes, self.plan.knob_groups)
+            if warning and not (self.options.resume and self.ledger.done(cfg.name)):
+                bus.publish(Note(level="warning", text=warning, source="trials"))
+        for index, cfg in enumerate(self.trials):
+            if self.options.resume and self.ledger.done(cfg.name):
+                bus.publish(TrialState(name=cfg.name, index=index, total=total, phase="skipped",
+                                       message="already in the ledger"))
+                continue
+            self._user_stopped = False
+            row = await self.run_trial(cfg, index, total, bus.publish)
+            if row is None:  # stopped by the user: not a result, so --resume runs it again
+                bus.publish(TrialState(name=cfg.name, index=index, total=total, phase="skipped",
+                                       message="stopped by the user"))
+                continue
+            self.ledger.add(row)
+            self._save()
+            final = self.ledger.rows[row.name]
+            bus.publish(TrialResult(name=final.name, status=final.status, row=final.model_dump(mode="json")))
+        for line in self.ledger.attribution():
+            bus.publish(Note(level="info", text=f"attribution: {line}", source="trials"))
+        base = self.ledger.baseline
+        if self.on_done is not None:
+            self.on_done(0 if base is not None and base.status == OK else 1)
+        if self.options.keep_open:
+            await asyncio.Event().wait()
+
+    def _save(self) -> None:
+        if self.options.ledger_path is not None:
+            self.ledger.save(self.options.ledger_path, markdown=self.options.ledger_md,
+                             csv_path=self.options.ledger_csv)
+
+    # ------------------------------------------------------------ one trial
+
+    async def run_trial(self, cfg: TrialConfig, index: int, total: int,
+                        publish: Callable[[_Event], None]) -> LedgerRow | None:
+        from tuiapp.server.command import api_key_from, server_url
+        from tuiapp.server.ports import free_port
+        from tuiapp.server.redact import redact_argv, redact_env
+
+        started = time.monotonic()
+        changes = config_diff(self.plan.baseline, cfg)
+        row = LedgerRow(
+            name=cfg.name, status="error", note=cfg.note, is_baseline=cfg.is_baseline,
+            diff=diff_dict(changes), knobs=list(knobs(changes, self.plan.knob_groups)),
+            confound=confound_warning(cfg.name, changes, self.plan.knob_groups),
+            isolates=cfg.isolates, knob=cfg.knob, env=redact_env(cfg.env),
+        )
+        if self.options.sim_speed is not None:
+            cfg = sim_config(cfg, self.options.sim_speed, free_port())
+        argv = cfg.argv()
+        row.argv = redact_argv(argv)
+
+        def state(phase: str, message: str = "") -> None:
+            publish(TrialState(name=cfg.name, index=index, total=total, phase=phase, message=message))
+
+        state("preflight", " ".join(row.argv))
+        if (problem := self._preflight(argv, publish, cfg.name)) is not None:
+            row.status, row.first_error = "preflight", problem
+            state("failed", problem)
+            return row
+
+        url, api_key = server_url(argv), api_key_from(argv)
+        collector = TrialCollector()
+
+        def observe(event: _Event) -> None:
+            collector.observe(event)
+            publish(event)
+            if isinstance(event, BenchState) and event.state == "running" and not collector.benchmarking:
+                collector.benchmarking = True
+                state("running")
+
+        self.current = cfg.name
+        try:
+            outcome = await self._launch_and_bench(cfg, argv, url, api_key, observe, state, collector)
+        finally:
+            self.current, self.bench, self.server = None, None, None
+        if outcome == "stopped":
+            return None
+        self._fill(row, collector, outcome)
+        row.duration_s = time.monotonic() - started
+        state("done" if row.status == OK else "failed",
+              "ok" if row.status == OK else f"{row.status}: {row.first_error or ''}")
+        return row
+
+    def _preflight(self, argv: list[str], publish: Callable[[_Event], None], name: str) -> str | None:
+        """The first error-severity problem as one line, or None; warnings become Notes."""
+        from tuiapp.server.preflight import preflight
+
+        first_error = None
+        for problem in preflight(argv):
+            text = f"{name}: {problem.flag + ': ' if problem.flag else ''}{problem.message}"
+            if problem.suggestion:
+                text += f" ({problem.suggestion})"
+            error = problem.severity == "error"
+            publish(Note(level="error" if error else "warning", text=text, source="preflight"))
+            if error and first_error is None:
+                first_error = text.split(": ", 1)[1]
+        return first_error
+
+    async def _launch_and_bench(self, cfg, argv, url, api_key, observe, state, collector) -> str:
+        """Returns the outcome: ok | died | not_ready | launch_error:<msg> | run_timeout | stopped."""
+        from tuiapp.bench.loop import BenchLoop
+        from tuiapp.logwatch.watcher import LogWatcher
+        from tuiapp.server.launcher import LaunchError, ServerProcess
+
+        watcher = LogWatcher(observe)
+        log_path = None
+        if self.options.log_dir is not None:
+            self.options.log_dir.mkdir(parents=True, exist_ok=True)
+            log_path = self.options.log_dir / f"{cfg.name.replace('/', '__')}.log"
+        server = ServerProcess(
+            argv, publish=observe, env={**os.environ, **cfg.env}, log_path=log_path,
+            on_output=watcher.feed, ready_timeout_s=cfg.timeouts.ready_s, health_url=url,
+            api_key=api_key,
+        )
+        self.server = server
+        helpers = [asyncio.create_task(_poll(watcher))]
+        outcome = "ok"
+        state("launching")
+        try:
+            try:
+                await server.start()
+            except LaunchError as exc:
+                return f"launch_error:{exc}"
+            helpers.append(asyncio.create_task(self._gpu_sampler(observe, url)))
+            if not await server.wait_ready():
+                outcome = "stopped" if self._user_stopped else "not_ready"
+                await _settle(server)
+                return outcome
+            state("warming_up")
+            bench = BenchLoop(observe, url, bench_settings(cfg), api_key=api_key, trial=cfg.name)
+            self.bench = bench
+            bench_task = asyncio.create_task(bench.run())
+            died = asyncio.create_task(server.wait())
+            done, _ = await asyncio.wait({bench_task, died}, timeout=cfg.timeouts.run_s,
+                                         return_when=asyncio.FIRST_COMPLETED)
+            collector.benchmarking = False
+            if bench_task not in done:
+                bench.stop()
+                bench_task.cancel()
+                await asyncio.gather(bench_task, return_exceptions=True)
+                if self._user_stopped:
+                    outcome = "stopped"
+                else:
+                    outcome = "died" if died in done else "run_timeout"
+                    await _settle(server)
+            elif (exc := bench_task.exception()) is not None:
+                observe(Note(level="error", text=f"{cfg.name}: benchmark failed: {exc!r}", source="trials"))
+            died.cancel()
+            if outcome == "ok":
+                await _flush_cache(url, api_key)
+            return outcome
+        finally:
+            self.startup_s = server.startup_s
+            self.returncode = server.returncode
+            state("stopping")
+            await server.stop()
+            await asyncio.sleep(0.05)  # the last output reaches the watcher
+            watcher.flush()
+            for task in helpers:
+                task.cancel()
+            await asyncio.gather(*helpers, return_exceptions=True)
+
+    async def _gpu_sampler(self, observe, url: str) -> None:
+        kind = self.options.telemetry
+        if kind == "off":
+            return
+        from tuiapp.telemetry import open_backend, run_gpu_sampler
+
+        if self.options.sim_speed is not None and kind == "auto":
+            kind = "sim"
+        backend, note = await asyncio.to_thread(open_backend, kind, sim_url=url)
+        if note:
+            observe(Note(level="info" if backend else "warning", text=note, source="telemetry"))
+        if backend is not None:
+            await run_gpu_sampler(observe, backend, interval_s=self.options.gpu_interval_s)
+
+    def _fill(self, row: LedgerRow, collector: TrialCollector, outcome: str) -> None:
+        row.startup_s = self.startup_s
+        row.alerts = [{"kind": a.alert_kind, "message": a.message, "ranks": a.ranks, "line": a.first_line}
+                      for a in collector.alerts.values()]
+        row.runs_decode_tok_s = collector.run_tok_s()
+        fill_run_stats(row)
+        row.mean_output_tok_s = collector.mean_output_tok_s()
+        row.mean_ttft_s = collector.mean_ttft_s()
+        row.accept_length = collector.accept_length()
+        row.peak_mem_bytes = {str(k): v for k, v in sorted(collector.peak_mem_bytes.items())}
+        row.pcie_avg_bytes_s, row.pcie_peak_bytes_s = collector.pcie_avg_peak()
+        first = collector.first_alert()
+        if outcome == "ok":
+            if row.runs_decode_tok_s:
+                row.status = OK
+            else:
+                row.status = "error"
+                row.first_error = collector.request_errors[0] if collector.request_errors else "no run completed"
+            return
+        if outcome.startswith("launch_error:"):
+            row.status, row.first_error = "crash", outcome.split(":", 1)[1]
+            return
+        if first is not None:
+            row.status = first.alert_kind
+            row.first_error = first.message
+            row.error_ranks = list(first.ranks)
+            row.first_error_log_line = first.first_line
+        elif outcome == "died" or (outcome == "not_ready" and self.returncode is not None):
+            row.status = "crash"
+            row.first_error = f"server exited with code {self.returncode}"
+        else:
+            row.status = "timeout"
+            which = "ready" if outcome == "not_ready" else "run"
+            row.first_error = f"no result within the {which} timeout"
+
+
+def bench_settings(cfg: TrialConfig):
+    from tuiapp.bench.settings import BenchSettings
+
+    b = cfg.bench
+    return BenchSettings(api=b.api, workload=b.workload, max_new_tokens=b.max_tokens,
+                         concurrency=b.concurrency, requests_per_run=b.prompts, runs=b.runs,
+                         warmup_requests=b.warmup, model=None)
+
+
+async def _poll(watcher) -> None:
+    while True:
+        await asyncio.sleep(0.05)
+        watcher.poll()
+
+
+async def _settle(server) -> None:
+    """Give a dying server a moment to finish printing (its traceback names the cause)."""
+    try:
+        await asyncio.wait_for(server.wait(), timeout=_SETTLE_S)
+    except asyncio.TimeoutError:
+        pass
+
+
+async def _flush_cache(url: str, api_key: str | None) -> None:
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        async with httpx.AsyncClient(timeout=10.0) as client:
+            await client.post(f"{url}/flush_cache", headers=headers)
+    except httpx.HTTPError:
+        pass  # an old or attached server without /flush_cache still gives a result
