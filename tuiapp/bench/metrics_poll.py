@@ -1,0 +1,156 @@
+"""Server-side figures while the loop runs: /metrics (Prometheus) and /server_info.
+
+``/metrics`` exists only with ``--enable-metrics``; a 404 turns it off for the session.
+``/server_info`` needs no flag but is an RPC into the scheduler (it hangs when the
+scheduler is wedged), so it gets a short timeout and is polled at most every 2 s.
+Scheduler gauges carry ``tp_rank``/``dp_rank`` labels: series of one DP group are
+replicas of the same number (TP 0 writes them), so throughputs are summed over DP groups
+and other gauges averaged; the usage gauge takes the fullest group.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import defaultdict
+from collections.abc import Callable
+from typing import Any
+
+import httpx
+from prometheus_client.parser import text_string_to_metric_families
+
+from tuiapp.events import ServerStats
+
+Publish = Callable[[Any], None]
+
+_WANTED = {
+    "sglang:gen_throughput": "gen_throughput_tok_s",
+    "sglang:spec_accept_length": "accept_length",
+    "sglang:spec_accept_rate": "accept_rate",
+    "sglang:num_running_reqs": "running_reqs",
+    "sglang:num_queue_reqs": "queue_reqs",
+    "sglang:token_usage": "token_usage",
+    "sglang:num_used_tokens": "num_tokens",
+    "sglang:num_retracted_reqs": "retracted_reqs",
+    "sglang:is_cuda_graph": "cuda_graph",
+}
+_SUMMED = {"gen_throughput_tok_s", "running_reqs", "queue_reqs", "num_tokens", "retracted_reqs"}
+_INTS = {"running_reqs", "queue_reqs", "num_tokens", "retracted_reqs"}
+SERVER_INFO_EVERY_S = 2.0
+
+
+def parse_metrics(text: str) -> dict[str, Any]:
+    """The ServerStats fields found in a Prometheus exposition text."""
+    per_dp: dict[str, dict[str, float]] = defaultdict(dict)
+    for family in text_string_to_metric_families(text):
+        field = _WANTED.get(family.name)
+        if field is None:
+            continue
+        for sample in family.samples:
+            if sample.name != family.name:
+                continue  # _created, _total and similar companions
+            dp = sample.labels.get("dp_rank", "0")
+            # Several TP ranks of one DP group report the same value: keep the first.
+            per_dp[dp].setdefault(field, sample.value)
+    out: dict[str, Any] = {}
+    fields = {f for group in per_dp.values() for f in group}
+    for f in fields:
+        values = [group[f] for group in per_dp.values() if f in group]
+        if f in _SUMMED:
+            value: Any = sum(values)
+        elif f == "token_usage":
+            value = max(values)
+        else:
+            value = sum(values) / len(values)
+        if f in _INTS:
+            value = int(round(value))
+        elif f == "cuda_graph":
+            value = bool(value)
+        out[f] = value
+    if out.get("accept_length") == 0.0:
+        out["accept_length"] = None  # gauge is 0 when speculation is off or idle
+        out["accept_rate"] = None
+    return out
+
+
+def parse_server_info(info: dict[str, Any]) -> dict[str, Any] | None:
+    states = info.get("internal_states")
+    if not states and isinstance(info.get("decode"), list) and info["decode"]:
+        states = info["decode"][0].get("internal_states")
+    if not isinstance(states, list) or not states:
+        return None
+    gen = [s.get("last_gen_throughput") for s in states if isinstance(s, dict)]
+    acc = [s.get("avg_spec_accept_length") for s in states if isinstance(s, dict)]
+    gen = [g for g in gen if isinstance(g, (int, float))]
+    acc = [a for a in acc if isinstance(a, (int, float)) and a > 0]
+    return {
+        "gen_throughput_tok_s": float(sum(gen)) if gen else None,
+        "accept_length": sum(acc) / len(acc) if acc else None,
+    }
+
+
+async def run_metrics_poller(
+    publish: Publish,
+    base_url: str,
+    *,
+    api_key: str | None = None,
+    interval_s: float = 1.0,
+    stop: asyncio.Event | None = None,
+) -> None:
+    base_url = base_url.rstrip("/")
+    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
+    stop = stop or asyncio.Event()
+    metrics_on = True
+    info_on = True
+    next_info_s = 0.0
+    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(2.0, connect=1.0), trust_env=False) as client:
+        while not stop.is_set():
+            if metrics_on:
+                metrics_on = await _poll_metrics(client, base_url, publish)
+            now = time.monotonic()
+            if info_on and now >= next_info_s:
+                next_info_s = now + max(interval_s, SERVER_INFO_EVERY_S)
+                info_on = await _poll_server_info(client, base_url, publish)
+            try:
+                await asyncio.wait_for(stop.wait(), timeout=interval_s)
+            except asyncio.TimeoutError:
+                pass
+
+
+async def _poll_metrics(client: httpx.AsyncClient, base_url: str, publish: Publish) -> bool:
+    """Returns False when the endpoint does not exist (server without --enable-metrics)."""
+    try:
+        resp = await client.get(base_url + "/metrics")
+    except httpx.HTTPError:
+        return True  # down for now; the loop says so, we keep trying
+    if resp.status_code == 404:
+        return False
+    if resp.status_code != 200:
+        return True
+    try:
+        fields = parse_metrics(resp.text)
+    except ValueError:
+        return True  # a torn or non-Prometheus body; the next poll may be fine
+    if fields:
+        publish(ServerStats(source="metrics", **fields))
+    return True
+
+
+async def _poll_server_info(client: httpx.AsyncClient, base_url: str, publish: Publish) -> bool:
+    for path in ("/server_info", "/get_server_info"):
+        try:
+            resp = await client.get(base_url + path)
+        except httpx.HTTPError:
+            return True
+        if resp.status_code == 404:
+            continue
+        if resp.status_code != 200:
+            return True
+        try:
+            fields = parse_server_info(resp.json())
+        except (ValueError, AttributeError, TypeError):
+            return True
+        if fields and any(v is not None for v in fields.values()):
+            publish(ServerStats(source="server_info", **fields))
+        return True
+    return False

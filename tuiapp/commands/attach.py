@@ -1,0 +1,206 @@
+"""tuiapp attach URL: benchmark and monitor a server that is already running."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+HELP = "attach to a running SGLang (or OpenAI-compatible) server and benchmark it continuously"
+
+_LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("url", help="server base URL, e.g. http://127.0.0.1:30000")
+    parser.add_argument("--api-key", help="sent as 'Authorization: Bearer KEY' (never printed or recorded)")
+    parser.add_argument("--headless", action="store_true", help="no UI: one line per run on stdout")
+    parser.add_argument("--runs", type=int, help="stop after N runs (default: until stopped)")
+    parser.add_argument("--summary", metavar="FILE", help="write a JSON summary of the runs at the end")
+    parser.add_argument("--record", metavar="FILE", help="record every event to FILE for replay")
+    parser.add_argument("--api", choices=["generate", "completions", "chat"], default="generate")
+    parser.add_argument("--concurrency", type=int, default=1, help="closed-loop concurrent streams")
+    parser.add_argument("--requests-per-run", type=int, metavar="K", help="requests in one run (default: = concurrency)")
+    parser.add_argument("--max-new-tokens", type=int, default=256)
+    parser.add_argument("--prompts", metavar="FILE.jsonl", help="prompt file (default: the reference short prompts)")
+    parser.add_argument("--input-tokens", type=int, metavar="N", help="synthetic prompts of exactly N tokens")
+    parser.add_argument("--warmup", type=int, default=1, metavar="N", help="uncounted warm-up requests (default 1)")
+    parser.add_argument("--no-ignore-eos", action="store_true", help="let the model stop at EOS")
+    parser.add_argument("--no-flush-cache", action="store_true", help="do not flush the server cache after warm-up")
+    parser.add_argument("--model", help="model name for the OpenAI APIs (default: the first of /v1/models)")
+    parser.add_argument("--trial", help="label runs with this trial name")
+    parser.add_argument("--first-token-timeout", type=float, default=120.0, metavar="S")
+    parser.add_argument("--stall-timeout", type=float, default=30.0, metavar="S")
+    parser.add_argument("--connect-timeout", type=float, default=5.0, metavar="S")
+    parser.add_argument("--metrics-interval", type=float, default=1.0, metavar="S")
+    parser.add_argument(
+        "--telemetry", choices=["auto", "nvml", "sim", "dcgm", "off"], default="auto",
+        help="GPU telemetry: auto = this machine's GPUs when the URL is local (plus --dcgm);"
+        " sim = the simulator's GPUs at URL",
+    )
+    parser.add_argument("--dcgm", action="append", metavar="URL", help="a dcgm-exporter to read remote GPUs from")
+    parser.add_argument("--theme", help="UI theme")
+
+
+def _settings(args: argparse.Namespace) -> Any:
+    from pydantic import ValidationError
+
+    from tuiapp.bench.settings import BenchSettings, Timeouts
+    from tuiapp.cli import UsageError
+
+    if args.prompts and args.input_tokens:
+        raise UsageError("--prompts and --input-tokens are exclusive")
+    workload = args.prompts or ("synthetic" if args.input_tokens else "reference")
+    try:
+        return BenchSettings(
+            api=args.api,
+            workload=workload,
+            input_tokens=args.input_tokens or 128,
+            max_new_tokens=args.max_new_tokens,
+            ignore_eos=not args.no_ignore_eos,
+            concurrency=args.concurrency,
+            requests_per_run=args.requests_per_run,
+            runs=args.runs,
+            warmup_requests=args.warmup,
+            flush_cache=not args.no_flush_cache,
+            model=args.model,
+            timeouts=Timeouts(
+                connect_s=args.connect_timeout,
+                first_token_s=args.first_token_timeout,
+                stall_s=args.stall_timeout,
+            ),
+        )
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        where = ".".join(str(p) for p in err["loc"])
+        raise UsageError(f"{where}: {err['msg']}") from None
+
+
+def _is_local(url: str) -> bool:
+    import socket
+    from urllib.parse import urlsplit
+
+    host = urlsplit(url).hostname or ""
+    return host in _LOCAL_HOSTS or host == socket.gethostname()
+
+
+class AttachControls:
+    """What the UI may do to an attached session: the server is not ours to stop."""
+
+    owns_server = False
+
+    def __init__(self, loop: Any, publish: Any) -> None:
+        self._loop = loop
+        self._publish = publish
+
+    def pause_bench(self) -> None:
+        self._loop.pause()
+
+    def resume_bench(self) -> None:
+        self._loop.resume()
+
+    def restart_trial(self) -> None:
+        self._loop.restart()
+
+    def stop_server(self) -> None:
+        from tuiapp.events import Note
+
+        self._publish(Note(level="warning", text="attached server: not ours to stop", source="attach"))
+
+
+def _telemetry_sources(args: argparse.Namespace, url: str, done: Any) -> list[Any]:
+    """GPU and host samplers if tuiapp.telemetry is available; each ends when ``done`` is set."""
+    kind = args.telemetry
+    if kind == "off" or (kind == "auto" and not _is_local(url) and not args.dcgm):
+        return []
+    try:
+        from tuiapp.telemetry import open_backend, run_gpu_sampler, run_host_sampler
+    except ImportError:
+        return []
+
+    async def gpu_source(bus: Any) -> None:
+        from tuiapp.events import Note
+
+        try:
+            backend, note = open_backend(
+                "nvml" if kind == "nvml" else kind, sim_url=url, dcgm_urls=args.dcgm
+            )
+        except Exception as exc:  # noqa: BLE001 - no driver, no GPU: say so, keep benchmarking
+            backend, note = None, f"telemetry off: {exc}"
+        bus.publish(Note(level="info" if backend else "warning", text=note, source="telemetry"))
+        if backend is not None:
+            await run_gpu_sampler(bus.publish, backend, stop=done)
+
+    async def host_source(bus: Any) -> None:
+        await run_host_sampler(bus.publish, stop=done)
+
+    return [gpu_source, host_source] if _is_local(url) else [gpu_source]
+
+
+def run(args: argparse.Namespace) -> int:
+    import asyncio
+    import json
+    import sys
+    from pathlib import Path
+
+    from tuiapp.bench.loop import BenchLoop
+    from tuiapp.bench.metrics_poll import run_metrics_poller
+    from tuiapp.bench.workload import WorkloadError
+    from tuiapp.cli import UsageError
+    from tuiapp.events import ServerState
+    from tuiapp.server.info import ServerUnreachable, fetch_server_info
+    from tuiapp.session import Session
+    from tuiapp.session import run as run_session
+
+    url = args.url.rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"URL must start with http:// or https:// (got {args.url!r})")
+    settings = _settings(args)
+    try:
+        info = asyncio.run(fetch_server_info(url, api_key=args.api_key, timeout_s=args.connect_timeout + 5))
+    except ServerUnreachable as exc:
+        print(f"tuiapp attach: error: {exc}", file=sys.stderr)
+        return 1
+
+    session = Session(
+        title=f"attach {url}",
+        sources=[],
+        record_path=Path(args.record) if args.record else None,
+        header={
+            "command": "attach",
+            "url": url,
+            "api_key": "***" if args.api_key else None,
+            "settings": settings.model_dump(mode="json"),
+            "trial": args.trial,
+        },
+    )
+    try:
+        loop = BenchLoop(session.bus.publish, url, settings, api_key=args.api_key, trial=args.trial)
+    except WorkloadError as exc:
+        raise UsageError(str(exc)) from None
+    session.controls = AttachControls(loop, session.bus.publish)
+    # Ends the pollers and samplers when the loop is done (an Event binds to the running
+    # loop on first use, so making it here is fine).
+    done = asyncio.Event()
+
+    async def bench_source(bus: Any) -> None:
+        bus.publish(ServerState(state="running", url=url, message="attached"))
+        bus.publish(info)
+        try:
+            await loop.run()
+        finally:
+            done.set()
+        session.finish(0 if loop.decode_runs() else 1)
+
+    async def metrics_source(bus: Any) -> None:
+        await run_metrics_poller(
+            bus.publish, url, api_key=args.api_key, interval_s=args.metrics_interval, stop=done
+        )
+
+    session.sources = [bench_source, metrics_source]
+    session.sources += _telemetry_sources(args, url, done)
+
+    code = run_session(session, headless=args.headless, theme=args.theme)
+    if args.summary:
+        Path(args.summary).write_text(json.dumps(loop.summary(), indent=2) + "\n")
+    return code
+
