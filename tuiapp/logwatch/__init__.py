@@ -1,0 +1,1 @@
+"""Server log -> events: records, batch statistics, readiness and failure alerts."""

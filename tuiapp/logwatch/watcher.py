@@ -1,0 +1,366 @@
+"""The log watcher: server output bytes -> LogLine, ServerStats, ServerState, Alert events.
+
+Records. A line with SGLang's ``[ts ... TPn]`` prefix starts a record; unprefixed lines
+after it are its continuation (tracebacks are one logging record with embedded newlines),
+except lines that are plainly their own thing: tqdm bars ("\\r"), NCCL INFO/WARN, Gloo,
+Python warnings, a fresh ``Traceback`` from a process that died without logging. PyTorch
+``[rankN]:`` lines form one stream per rank. When ranks interleave, a traceback cut off by
+another rank's line stays *pending* for TB_WAIT_S and collects the frames that follow.
+
+Latency. A record is finished (published, classified) as soon as the next record starts,
+or when it has been idle for IDLE_S; call ``poll`` on a timer (``pump`` and
+``follow_file`` do). A traceback still missing its exception line waits up to TB_WAIT_S.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from tuiapp.events import LogLine, ServerState, ServerStats
+from tuiapp.logwatch.batchstats import parse_batch_line
+from tuiapp.logwatch.classify import EXC_RE, Finding, classify
+from tuiapp.logwatch.grouping import AlertGrouper
+from tuiapp.logwatch.lines import Line, LineSplitter
+from tuiapp.logwatch.prefix import CPP_LOG_RE, TORCH_RANK_RE, parse_sglang_prefix
+
+IDLE_S = 0.03
+TB_WAIT_S = 1.0
+POLL_S = 0.02
+READY_TEXT = "The server is fired up and ready to roll"
+_TB_HEAD = "Traceback (most recent call last)"
+
+_STANDALONE_RE = re.compile(
+    r"\S+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|ERROR)\b"  # host:pid:tid [dev] NCCL ...
+    r"|\[Gloo\]"
+    r"|\S+\.py:\d+: \w*Warning: "  # warnings.warn output
+    r"|(?:INFO|WARNING|ERROR|DEBUG):\s{2,}"  # uvicorn without SGLang's formatter
+)
+_WARN_RE = re.compile(
+    r"(?:WARNING|Warning|WARN)\b|\S+\.py:\d+: \w*Warning: |Setup Custom allreduce failed"
+    r"|TorchSymmMemCommunicator: |.*\bis deprecated\b"
+)
+
+
+@dataclass(slots=True)
+class Record:
+    line_no: int
+    texts: list[str]  # as printed
+    body: list[str]  # the messages: prefixes stripped
+    tp: int | None
+    dp: int | None
+    ep: int | None
+    log_t: float | None
+    first_wall: float
+    last_wall: float
+    in_tb: bool = False  # inside a traceback, its exception line not seen yet
+    has_tb: bool = False
+    last_nonblank: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def track(self, line: str) -> None:
+        if not line or line.isspace():
+            return
+        if _TB_HEAD in line:
+            self.in_tb = True
+            self.has_tb = True
+        elif self.in_tb and not line[0].isspace():
+            self.in_tb = False
+        self.last_nonblank = line
+
+    def add(self, text: str, body_line: str, wall: float) -> None:
+        self.texts.append(text)
+        self.body.append(body_line)
+        self.last_wall = wall
+        self.track(body_line)
+
+    def expects_traceback(self) -> bool:
+        head = self.body[0]
+        return (self.last_nonblank.rstrip().endswith(":")
+                or head.startswith("Exception ignored in") or head.startswith("Process "))
+
+
+class LogWatcher:
+    """Feed it raw bytes; it publishes events. Not thread-safe: one feeder."""
+
+    def __init__(self, publish: Callable[[Any], None], *, group_window_s: float = 2.0,
+                 idle_s: float = IDLE_S) -> None:
+        self._publish = publish
+        self.idle_s = idle_s
+        self._lines = LineSplitter()
+        self._open: Record | None = None
+        self._rank_open: dict[int, Record] = {}
+        self._pending: list[Record] = []
+        self._last_closed: Record | None = None
+        self._log_t: float | None = None
+        self._grouper = AlertGrouper(publish, group_window_s)
+        self.ready = False
+        self.decode_lines = 0
+        self.prefill_lines = 0
+        self.records = 0
+        self._gen_by_dp: dict[int | None, float] = {}
+        self._accept_by_dp: dict[int | None, float] = {}
+
+    # ------------------------------------------------------------ input
+
+    def feed(self, data: bytes, now_s: float | None = None) -> None:
+        wall = time.monotonic() if now_s is None else now_s
+        for line in self._lines.feed(data):
+            self._on_line(line, wall)
+
+    def flush(self, now_s: float | None = None) -> None:
+        """End of stream: finish the last line and every open record."""
+        wall = time.monotonic() if now_s is None else now_s
+        for line in self._lines.flush():
+            self._on_line(line, wall)
+        if self._open is not None:
+            self._finish(self._open)
+            self._open = None
+        for rec in list(self._rank_open.values()):
+            self._finish(rec)
+        self._rank_open.clear()
+        for rec in self._pending:
+            self._finish(rec)
+        self._pending.clear()
+
+    def restart(self) -> None:
+        """The file was truncated or rotated: finish what we have, count lines from 1."""
+        self.flush()
+        self._lines.reset()
+        self._last_closed = None
+
+    def poll(self, now_s: float | None = None) -> None:
+        """Finish records that have gone quiet; call every ~20 ms."""
+        now = time.monotonic() if now_s is None else now_s
+        cur = self._open
+        if cur is not None and now - cur.last_wall >= self.idle_s:
+            if not cur.in_tb or now - cur.last_wall >= TB_WAIT_S:
+                self._open = None
+                self._finish(cur)
+        for rank, rec in list(self._rank_open.items()):
+            if now - rec.last_wall >= self.idle_s and (not rec.in_tb or now - rec.last_wall >= TB_WAIT_S):
+                del self._rank_open[rank]
+                self._finish(rec)
+        if self._pending:
+            keep = []
+            for rec in self._pending:
+                quiet = now - rec.last_wall
+                if quiet >= TB_WAIT_S or (not rec.in_tb and quiet >= self.idle_s):
+                    self._finish(rec)
+                else:
+                    keep.append(rec)
+            self._pending = keep
+
+    def has_open(self) -> bool:
+        return bool(self._open or self._rank_open or self._pending)
+
+    async def pump(self, reader: asyncio.StreamReader) -> None:
+        """Feed from a stream until EOF, polling on a timer meanwhile."""
+
+        async def tick() -> None:
+            while True:
+                await asyncio.sleep(POLL_S)
+                self.poll()
+
+        ticker = asyncio.create_task(tick())
+        try:
+            while True:
+                chunk = await reader.read(1 << 16)
+                if not chunk:
+                    break
+                self.feed(chunk)
+        finally:
+            ticker.cancel()
+            self.flush()
+
+    # ------------------------------------------------------------ results
+
+    def summary(self) -> dict[str, Any]:
+        """What ``tuiapp logscan --json`` prints."""
+        gen = self._gen_by_dp
+        acc = self._accept_by_dp
+        multi_dp = any(k is not None for k in gen)
+        if not gen:
+            last_gen = None
+        elif multi_dp:  # each DP group's TP0 logs its own share
+            last_gen = round(sum(gen.values()), 2)
+        else:
+            last_gen = gen[None]
+        if not acc:
+            last_acc = None
+        elif len(acc) > 1:
+            last_acc = round(sum(acc.values()) / len(acc), 2)
+        else:
+            last_acc = next(iter(acc.values()))
+        return {
+            "ready": self.ready,
+            "decode_lines": self.decode_lines,
+            "last_gen_throughput": last_gen,
+            "last_accept_len": last_acc,
+            "incidents": [
+                {"kind": i.kind, "ranks": sorted(i.ranks), "first_line": i.first_line, "message": i.message}
+                for i in self._grouper.incidents
+            ],
+        }
+
+    @property
+    def incidents(self) -> list:
+        return self._grouper.incidents
+
+    @property
+    def lines(self) -> int:
+        return self._lines.line_no
+
+    # ------------------------------------------------------------ records
+
+    def _on_line(self, line: Line, wall: float) -> None:
+        text = line.text
+        if line.progress:
+            self._standalone(line, text, wall)
+            return
+        p = parse_sglang_prefix(text)
+        if p is not None:
+            self._log_t = p.log_t_s
+            msg = text[p.end:]
+            self._close_main()
+            rec = Record(line.line_no, [text], [msg], p.tp, p.dp, p.ep, p.log_t_s, wall, wall)
+            rec.track(msg)
+            self._open = rec
+            self._on_head(rec, msg)
+            return
+        if text.startswith("[rank"):
+            m = TORCH_RANK_RE.match(text)
+            if m:
+                self._on_rank_line(int(m.group(1)), line, text, text[m.end():], wall)
+                return
+        if _STANDALONE_RE.match(text):
+            self._standalone(line, text, wall)
+            return
+        target = self._continuation_target(text)
+        if target is not None:
+            target.add(text, text, wall)
+            return
+        if not text.strip():
+            return
+        self._close_main()
+        inherit = self._last_closed
+        tp = dp = ep = None
+        if (inherit is not None and wall - inherit.last_wall < TB_WAIT_S
+                and not text.startswith(_TB_HEAD) and (text[0].isspace() or EXC_RE.match(text))):
+            tp, dp, ep = inherit.tp, inherit.dp, inherit.ep  # a late continuation line
+        rec = Record(line.line_no, [text], [text], tp, dp, ep, self._log_t, wall, wall)
+        rec.track(text)
+        self._open = rec
+
+    def _continuation_target(self, text: str) -> Record | None:
+        cur = self._open
+        if text.startswith(_TB_HEAD):
+            if cur is not None and cur.expects_traceback():
+                return cur
+            for rec in reversed(self._pending):
+                if rec.expects_traceback():
+                    return rec
+            return None
+        if self._pending and (cur is None or not cur.in_tb):
+            if text[:1].isspace() or EXC_RE.match(text):
+                for rec in reversed(self._pending):
+                    if rec.in_tb:
+                        return rec
+        return cur
+
+    def _on_rank_line(self, rank: int, line: Line, text: str, content: str, wall: float) -> None:
+        cur = self._rank_open.get(rank)
+        new = True
+        if cur is not None and not CPP_LOG_RE.match(content):
+            if content.startswith(_TB_HEAD):
+                new = not cur.expects_traceback()
+            elif not content.strip() or content[0].isspace() or cur.in_tb or cur.has_tb:
+                new = False
+        if not new:
+            assert cur is not None
+            cur.add(text, content, wall)
+            return
+        if cur is not None:
+            if cur.in_tb:
+                self._pending.append(cur)
+            else:
+                self._finish(cur)
+        rec = Record(line.line_no, [text], [content], rank, None, None, self._log_t, wall, wall)
+        rec.track(content)
+        self._rank_open[rank] = rec
+
+    def _close_main(self) -> None:
+        cur = self._open
+        if cur is None:
+            return
+        self._open = None
+        if cur.in_tb:
+            self._pending.append(cur)
+        else:
+            self._finish(cur)
+
+    def _standalone(self, line: Line, text: str, wall: float) -> None:
+        rec = Record(line.line_no, [text], [text], None, None, None, self._log_t, wall, wall)
+        rec.extra["progress"] = line.progress
+        self._finish(rec, keep_last=False)
+
+    def _on_head(self, rec: Record, msg: str) -> None:
+        if msg.startswith(("Decode batch", "Prefill batch")):
+            parsed = parse_batch_line(msg)
+            if parsed is None:
+                return
+            source, fields = parsed
+            if source == "log_decode":
+                self.decode_lines += 1
+                if "gen_throughput_tok_s" in fields:
+                    self._gen_by_dp[rec.dp] = fields["gen_throughput_tok_s"]
+                if "accept_length" in fields:
+                    self._accept_by_dp[rec.dp] = fields["accept_length"]
+            else:
+                self.prefill_lines += 1
+            self._publish(ServerStats(source=source, dp_rank=rec.dp, **fields))
+        elif msg.startswith(READY_TEXT):
+            self.ready = True
+            self._publish(ServerState(state="ready", message=msg.strip()))
+
+    def _finish(self, rec: Record, keep_last: bool = True) -> None:
+        self.records += 1
+        texts = rec.texts
+        while len(texts) > 1 and not texts[-1].strip():
+            texts.pop()
+            rec.body.pop()
+        text = "\n".join(texts)
+        finding: Finding | None = None
+        if not rec.extra.get("progress"):
+            finding = classify(rec.body)
+        if finding is not None:
+            level = "error" if finding.severity == "error" else "warning"
+        elif rec.has_tb:
+            level = "error"
+        else:
+            level = _level(rec.body[0])
+        self._publish(LogLine.model_construct(
+            t_s=time.time(), kind="log", line_no=rec.line_no, text=text,
+            tp_rank=rec.tp, dp_rank=rec.dp, ep_rank=rec.ep, level=level,
+        ))
+        if keep_last:
+            self._last_closed = rec
+        if finding is not None:
+            ranks = [rec.tp] if rec.tp is not None else []
+            self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall)
+
+
+def _level(head: str) -> str:
+    if head.startswith("["):
+        m = CPP_LOG_RE.match(head)
+        if m:
+            return {"E": "error", "F": "error", "W": "warning"}.get(m.group(1), "info")
+    if head.startswith("ERROR"):
+        return "error"
+    if _WARN_RE.match(head):
+        return "warning"
+    return "info"
