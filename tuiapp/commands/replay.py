@@ -1,0 +1,105 @@
+"""tuiapp replay FILE: a recording in the same dashboard, or its summary on stdout."""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "replay a recording in the dashboard (pause, speed x1-x64, seek, next alert), or print its summary"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("file", help="a recording (.jsonl or .jsonl.gz) written by --record")
+    parser.add_argument("--headless", action="store_true", help="no UI: print the progress lines and the summary")
+    parser.add_argument("--summary", action="store_true", help="with --headless: print only the run summary")
+    parser.add_argument("--follow", action="store_true", help="keep reading a recording that is still being written")
+    parser.add_argument("--speed", type=float, default=1.0, help="playback speed, 1 to 64 (default 1)")
+    parser.add_argument("--theme", help="UI theme")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuiapp.cli import UsageError
+    from tuiapp.record.reading import RecordingError
+
+    if not 1.0 <= args.speed <= 64.0:
+        raise UsageError("--speed must be between 1 and 64")
+    if args.summary and not args.headless:
+        raise UsageError("--summary needs --headless")
+    try:
+        if args.headless:
+            return _headless(args)
+        return _tui(args)
+    except RecordingError as exc:
+        raise UsageError(str(exc)) from None
+    except BrokenPipeError:  # `replay --headless | head`: the reader has seen enough
+        import os
+        import sys
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _headless(args: argparse.Namespace) -> int:
+    import sys
+
+    from tuiapp.record.printer import Printer
+    from tuiapp.record.reading import RecordingIndex
+
+    index = RecordingIndex(args.file)
+    printer = Printer(_Discard() if args.summary else sys.stdout)
+    try:
+        done = 0
+        while True:
+            for i in range(done, len(index)):
+                event = index.event(i)
+                if event is not None:
+                    printer.handle(event)
+            done = len(index)
+            if not args.follow:
+                break
+            if not _wait_for_more(index):
+                break
+        if not args.follow:
+            index.finish()
+            for i in range(done, len(index)):  # a whole last line that lacked its newline
+                event = index.event(i)
+                if event is not None:
+                    printer.handle(event)
+        print(printer.summary(), flush=True)
+        if index.skipped_lines:
+            print(f"tuiapp replay: {index.skipped_lines} corrupt or truncated lines skipped", file=sys.stderr)
+    finally:
+        index.close()
+    return 0
+
+
+def _wait_for_more(index) -> bool:  # noqa: ANN001
+    import time
+
+    try:
+        while index.poll() == 0:
+            time.sleep(0.25)
+    except KeyboardInterrupt:
+        return False
+    return True
+
+
+def _tui(args: argparse.Namespace) -> int:
+    from tuiapp import session as session_mod
+    from tuiapp.record.replay import ReplaySource
+
+    replay = ReplaySource(args.file, follow=args.follow, speed=args.speed)
+    session = session_mod.Session(
+        title=f"replay: {replay.title}", sources=[replay.run], replay=replay, header=dict(replay.header)
+    )
+    try:
+        return session_mod.run(session, headless=False, theme=args.theme)
+    finally:
+        replay.close()
+
+
+class _Discard:
+    def write(self, _text: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass

@@ -1,0 +1,77 @@
+"""The first line of a recording: what was recorded, where, with what, by which command."""
+
+from __future__ import annotations
+
+import socket
+import sys
+import time
+from typing import Any
+
+from tuiapp import __version__
+
+FORMAT = "tuiapp-recording"
+VERSION = 1
+
+_MASK = "***"
+
+
+def _redact_argv(argv: list[str]) -> list[str]:
+    try:
+        from tuiapp.server.redact import redact_argv
+    except ImportError:  # pragma: no cover - the server package ships it; kept as a floor
+        return _mask_argv(argv)
+    return redact_argv(argv)
+
+
+def _mask_argv(argv: list[str]) -> list[str]:
+    """Fallback masking: the value of any --flag whose name mentions a secret."""
+    out: list[str] = []
+    mask_next = False
+    for token in argv:
+        if mask_next and not token.startswith("-"):
+            out.append(_MASK)
+            mask_next = False
+            continue
+        mask_next = False
+        name, eq, _ = token.partition("=")
+        secret = name.startswith("--") and any(
+            w in name.lower() for w in ("key", "token", "secret", "password")
+        )
+        if secret and eq:
+            out.append(f"{name}={_MASK}")
+        else:
+            out.append(token)
+            mask_next = secret
+    return out
+
+
+def build_header(extras: dict[str, Any] | None = None, *, start_t_s: float | None = None) -> dict[str, Any]:
+    """Header dict: fixed keys first, then the session's extras (``gpus``, ``sglang_version``,
+    ``title``, ...), which may override the defaults but never ``format``/``version``."""
+    header: dict[str, Any] = {
+        "format": FORMAT,
+        "version": VERSION,
+        "tool_version": __version__,
+        "start_t_s": time.time() if start_t_s is None else start_t_s,
+        "host": socket.gethostname(),
+        "gpus": None,  # inventory: list of {index, name, uuid, mem_total_bytes, ...}
+        "sglang_version": None,  # often unknown at start; ServerInfo events carry it later
+        "argv": list(sys.argv),
+    }
+    for key, value in (extras or {}).items():
+        if key not in ("format", "version"):
+            header[key] = value
+    header["argv"] = _redact_argv([str(a) for a in header.get("argv") or []])
+    return header
+
+
+def check_header(obj: object) -> str | None:
+    """Why ``obj`` is not a header this version can read, or None when it is."""
+    if not isinstance(obj, dict) or obj.get("format") != FORMAT:
+        return "not a tuiapp recording (no header line)"
+    version = obj.get("version")
+    if not isinstance(version, int) or version < 1:
+        return "recording header has no valid version"
+    if version > VERSION:
+        return f"recording format version {version} is newer than this tuiapp reads ({VERSION})"
+    return None

@@ -1,0 +1,250 @@
+"""The headless printer: plain, greppable progress lines for a log file, then a summary.
+
+One line per fact worth reading later (server state, each run, each alert, trials,
+notes), each starting with the event's local time and a fixed-width tag; GPU samples are
+folded into one compact ``gpus`` line per ``gpu_every_s`` of event time. Everything,
+the summary included, derives from the events alone, so replaying a recording through
+a Printer prints what the live job printed.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections import Counter
+from typing import Any, TextIO
+
+from tuiapp.bench.stats import ci95, mean, sd
+from tuiapp.events import (
+    Alert,
+    BenchState,
+    BenchSummary,
+    GpuSample,
+    Note,
+    RequestDone,
+    RunDone,
+    ServerInfo,
+    ServerState,
+    TrialResult,
+    TrialState,
+    _Event,
+)
+
+GIB = 1024**3
+
+
+def _clock(t_s: float) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(t_s))
+
+
+def _num(x: float | None, digits: int = 1, scale: float = 1.0) -> str:
+    return "n/a" if x is None else f"{x * scale:.{digits}f}"
+
+
+def _ranks(ranks: list[int]) -> str:
+    return ",".join(str(r) for r in sorted(ranks)) if ranks else "-"
+
+
+def _duration(seconds: float) -> str:
+    s = int(round(seconds))
+    h, rem = divmod(s, 3600)
+    m, s = divmod(rem, 60)
+    return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+def run_line(ev: RunDone) -> str:
+    trial = f" trial={ev.trial}" if ev.trial else ""
+    return (
+        f"#{ev.run_index}{trial} decode={_num(ev.decode_tok_s)} tok/s output={_num(ev.output_tok_s)} tok/s"
+        f" ttft={_num(ev.ttft_s, 1, 1000)} ms itl={_num(ev.itl_s, 2, 1000)} ms"
+        f" accept={_num(ev.accept_length, 2)} reqs={ev.requests} errors={ev.errors}"
+    )
+
+
+class Printer:
+    """Sink: ``await run(sub)`` prints as events come; ``handle(event)`` for synchronous feeding."""
+
+    def __init__(self, stream: TextIO | None = None, *, gpu_every_s: float = 10.0) -> None:
+        self.stream = stream if stream is not None else sys.stdout
+        self.gpu_every_s = gpu_every_s
+        self.first_t_s: float | None = None
+        self.last_t_s: float | None = None
+        self.runs: list[RunDone] = []
+        self.alerts: dict[int, Alert] = {}  # by alert_id; id 0 (unset) gets a fresh key
+        self.requests = 0
+        self.request_errors = 0
+        self.notes = Counter[str]()
+        self.trial_results: list[TrialResult] = []
+        self.server_state: str | None = None
+        self.server_version: str | None = None
+        self._latest_gpu: dict[int, GpuSample] = {}
+        self._next_gpu_line_t_s: float | None = None
+        self._anon_alerts = 0
+        self._info_seen: set[tuple[Any, ...]] = set()
+
+    async def run(self, sub: Any) -> None:
+        async for event in sub:
+            self.handle(event)
+
+    def _print(self, t_s: float, tag: str, text: str) -> None:
+        self.stream.write(f"{_clock(t_s)} {tag:<8} {text}\n")
+        self.stream.flush()
+
+    def handle(self, ev: _Event) -> None:
+        if self.first_t_s is None:
+            self.first_t_s = ev.t_s
+        self.last_t_s = ev.t_s if self.last_t_s is None else max(self.last_t_s, ev.t_s)
+        match ev:
+            case GpuSample():
+                self._gpu(ev)
+            case ServerState():
+                self.server_state = ev.state
+                extra = [f"url={ev.url}" if ev.url else "", f"pid={ev.pid}" if ev.pid else ""]
+                if ev.exit_code is not None:
+                    extra.append(f"exit={ev.exit_code}")
+                if ev.startup_s is not None:
+                    extra.append(f"startup={ev.startup_s:.1f}s")
+                if ev.message:
+                    extra.append(ev.message)
+                self._print(ev.t_s, "server", " ".join([ev.state, *[x for x in extra if x]]))
+            case ServerInfo():
+                key = (ev.url, ev.version, ev.model_path, ev.speculative_algorithm)
+                if key in self._info_seen:
+                    return
+                self._info_seen.add(key)
+                self.server_version = ev.version or self.server_version
+                spec = ""
+                if ev.speculative_algorithm:
+                    spec = (
+                        f" spec={ev.speculative_algorithm} steps={ev.speculative_num_steps}"
+                        f" topk={ev.speculative_eagle_topk} draft={ev.speculative_num_draft_tokens}"
+                    )
+                self._print(
+                    ev.t_s, "info",
+                    f"sglang {ev.version or 'n/a'} model={ev.model_path or 'n/a'} tp={ev.tp_size or 'n/a'}{spec}",
+                )
+            case RunDone():
+                self.runs.append(ev)
+                self._print(ev.t_s, "run", run_line(ev))
+            case RequestDone():
+                self.requests += 1
+                self.request_errors += 0 if ev.ok else 1
+            case BenchSummary():
+                trial = f" trial={ev.trial}" if ev.trial else ""
+                ci = ev.ci95_decode_tok_s
+                ci_text = f" ci95=[{ci[0]:.1f}, {ci[1]:.1f}]" if ci else ""
+                self._print(
+                    ev.t_s, "bench",
+                    f"summary{trial} runs={ev.runs} decode mean={_num(ev.mean_decode_tok_s)}"
+                    f" sd={_num(ev.sd_decode_tok_s, 2)}{ci_text} tok/s",
+                )
+            case BenchState():
+                self._print(ev.t_s, "bench", f"{ev.state} {ev.message}".rstrip())
+            case Alert():
+                self._alert(ev)
+            case TrialState():
+                self._print(ev.t_s, "trial", f"{ev.index + 1}/{ev.total} {ev.name} {ev.phase} {ev.message}".rstrip())
+            case TrialResult():
+                self.trial_results.append(ev)
+                self._print(ev.t_s, "result", f"{ev.name} {ev.status}")
+            case Note():
+                self.notes[ev.level] += 1
+                source = f"[{ev.source}] " if ev.source else ""
+                self._print(ev.t_s, "note", f"{ev.level} {source}{ev.text}")
+
+    def _alert(self, ev: Alert) -> None:
+        if ev.alert_id:
+            previous = self.alerts.get(ev.alert_id)
+            self.alerts[ev.alert_id] = ev
+            if previous is not None:
+                if set(ev.ranks) == set(previous.ranks):
+                    return  # nothing new for a reader of the log
+                tag = "update"
+            else:
+                tag = "new"
+        else:
+            self._anon_alerts += 1
+            self.alerts[-self._anon_alerts] = ev
+            tag = "new"
+        line = f" line={ev.first_line}" if ev.first_line is not None else ""
+        self._print(
+            ev.t_s, "ALERT",
+            f"{ev.alert_kind} {ev.severity} {tag} ranks={_ranks(ev.ranks)}{line} source={ev.source}: {ev.message}",
+        )
+
+    def _gpu(self, ev: GpuSample) -> None:
+        self._latest_gpu[ev.index] = ev
+        if self._next_gpu_line_t_s is None:
+            self._next_gpu_line_t_s = ev.t_s + self.gpu_every_s
+            return
+        if ev.t_s < self._next_gpu_line_t_s:
+            return
+        self._next_gpu_line_t_s = ev.t_s + self.gpu_every_s
+        self._print(ev.t_s, "gpus", self.gpu_line())
+
+    def gpu_line(self) -> str:
+        samples = [self._latest_gpu[i] for i in sorted(self._latest_gpu)]
+        parts = [f"n={len(samples)}"]
+        mem = [s for s in samples if s.mem_used_bytes is not None]
+        if mem:
+            top = max(mem, key=lambda s: s.mem_used_bytes or 0)
+            total = f"/{top.mem_total_bytes / GIB:.1f}" if top.mem_total_bytes else ""
+            parts.append(f"mem max gpu{top.index} {top.mem_used_bytes / GIB:.1f}{total} GiB")  # type: ignore[operator]
+        for direction in ("rx", "tx"):
+            vals = [(getattr(s, f"pcie_{direction}_bytes_s"), s.index) for s in samples]
+            vals = [(v, i) for v, i in vals if v is not None]
+            if vals:
+                peak, peak_i = max(vals)
+                parts.append(
+                    f"pcie {direction} sum {sum(v for v, _ in vals) / 1e9:.2f} GB/s max gpu{peak_i} {peak / 1e9:.2f}"
+                )
+        util = [s.util_pct for s in samples if s.util_pct is not None]
+        if util:
+            parts.append(f"util mean {sum(util) / len(util):.0f}%")
+        return " ".join(parts)
+
+    # ------------------------------------------------------------ summary
+
+    def summary(self, interrupted: bool = False) -> str:
+        span = (self.last_t_s - self.first_t_s) if self.first_t_s is not None and self.last_t_s is not None else 0.0
+        kinds = Counter(a.alert_kind for a in self.alerts.values())
+        kinds_text = ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items()))
+        head = (
+            f"summary: {_duration(span)}, {len(self.runs)} runs, {self.requests} requests"
+            f" ({self.request_errors} failed), {len(self.alerts)} alert{'' if len(self.alerts) == 1 else 's'}"
+            + (f" ({kinds_text})" if kinds_text else "")
+            + (", interrupted" if interrupted else "")
+        )
+        lines = [head]
+        rates = [r.decode_tok_s for r in self.runs if r.decode_tok_s is not None]
+        lines.append("  decode tok/s (all runs): " + _stats_text(rates))
+        trials: dict[str, list[RunDone]] = {}
+        for r in self.runs:
+            if r.trial:
+                trials.setdefault(r.trial, []).append(r)
+        for name, runs in trials.items():
+            vals = [r.decode_tok_s for r in runs if r.decode_tok_s is not None]
+            accept = [r.accept_length for r in runs if r.accept_length is not None]
+            lines.append(
+                f"  trial {name}: {_stats_text(vals)}" + (f" accept={mean(accept):.2f}" if accept else "")
+            )
+        outs = [r.output_tok_s for r in self.runs if r.output_tok_s is not None]
+        if outs:
+            lines.append(f"  output tok/s mean {mean(outs):.1f}")
+        for res in self.trial_results:
+            lines.append(f"  result {res.name}: {res.status}")
+        if self.server_state is not None:
+            lines.append(f"  server: last state {self.server_state}" + (f", sglang {self.server_version}" if self.server_version else ""))
+        if self.notes:
+            lines.append("  notes: " + ", ".join(f"{k} x{n}" for k, n in sorted(self.notes.items())))
+        return "\n".join(lines)
+
+
+def _stats_text(vals: list[float]) -> str:
+    if not vals:
+        return "n/a (no runs)"
+    m, s, ci = mean(vals), sd(vals), ci95(vals)
+    text = f"mean {m:.2f}"
+    text += f" sd {s:.2f}" if s is not None else " sd n/a"
+    text += f" ci95 [{ci[0]:.2f}, {ci[1]:.2f}]" if ci is not None else " ci95 n/a"
+    return text + f" (n={len(vals)})"

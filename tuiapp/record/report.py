@@ -1,0 +1,305 @@
+"""A recording as a Markdown document to paste into an optimisation plan, with SVG charts.
+
+Sections: what was recorded (header facts), the ledger (TrialResult rows), the summary
+the headless job printed, every run, every alert, per-GPU peaks, and links to the charts
+(tok/s per trial, acceptance, PCIe RX/TX per GPU, memory per GPU) written beside it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from tuiapp.events import (
+    Alert,
+    GpuSample,
+    RunDone,
+    ServerInfo,
+    ServerStats,
+    TrialResult,
+    TrialState,
+    _Event,
+)
+from tuiapp.record.printer import Printer
+from tuiapp.record.reading import Recording
+from tuiapp.record.svg import Band, Series, line_chart
+
+GIB = 1024**3
+
+
+def _cell(value: Any) -> str:
+    text = "" if value is None else str(value)
+    return text.replace("|", "\\|").replace("\n", " ").strip() or "-"
+
+
+def _num(value: Any, spec: str = ".2f") -> str:
+    return format(value, spec) if isinstance(value, (int, float)) else "n/a"
+
+
+def _table(head: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
+    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
+    return out
+
+
+def _utc(t_s: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t_s))
+
+
+def _hms(seconds: float) -> str:
+    s = int(round(seconds))
+    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
+
+
+def _diff_text(diff: Any) -> str:
+    if isinstance(diff, dict):
+        def show(v: Any) -> str:
+            return "default" if v is None else str(v)
+
+        return ", ".join(
+            f"{k} {show(v.get('baseline'))}->{show(v.get('trial'))}" if isinstance(v, dict) else f"{k}={v}"
+            for k, v in diff.items()
+        )
+    return "" if diff is None else str(diff)
+
+
+def _spec_text(infos: list[ServerInfo]) -> str:
+    configs = []
+    for info in infos:
+        text = "off"
+        if info.speculative_algorithm:
+            text = (f"{info.speculative_algorithm} (steps {info.speculative_num_steps}, topk "
+                    f"{info.speculative_eagle_topk}, draft tokens {info.speculative_num_draft_tokens})")
+        if text not in configs:
+            configs.append(text)
+    if len(configs) > 1:
+        return "varies by launch: " + "; ".join(configs)
+    return configs[0] if configs else "unknown"
+
+
+def trial_bands(events: list[_Event], start_t_s: float, end_s: float) -> list[Band]:
+    """One band per trial, from its first TrialState to the next trial's."""
+    starts: list[tuple[float, str]] = []
+    for ev in events:
+        if isinstance(ev, TrialState) and (not starts or starts[-1][1] != ev.name):
+            if ev.name not in {name for _, name in starts}:
+                starts.append((ev.t_s - start_t_s, ev.name))
+    return [
+        Band(x0, starts[k + 1][0] if k + 1 < len(starts) else end_s, name)
+        for k, (x0, name) in enumerate(starts)
+    ]
+
+
+def _charts(rec: Recording, bands: list[Band], marks: list[tuple[float, str]]) -> dict[str, tuple[str, str]]:
+    """file suffix -> (title, svg)."""
+    t0 = rec.start_t_s
+    runs: dict[str, Series] = {}
+    server_rate = Series("server gen tok/s (log)")
+    accept_server = Series("accept length (server)")
+    accept_runs = Series("accept length (runs)", markers=True)
+    pcie: dict[str, dict[int, Series]] = {"rx": {}, "tx": {}}
+    mem: dict[int, Series] = {}
+    mem_total: dict[int, float] = {}
+    for ev in rec.events:
+        x = ev.t_s - t0
+        if isinstance(ev, RunDone) and ev.decode_tok_s is not None:
+            name = ev.trial or "runs"
+            runs.setdefault(name, Series(f"{name} decode tok/s", markers=True)).points.append((x, ev.decode_tok_s))
+            if ev.accept_length is not None:
+                accept_runs.points.append((x, ev.accept_length))
+        elif isinstance(ev, ServerStats) and ev.source == "log_decode":
+            if ev.gen_throughput_tok_s is not None:
+                server_rate.points.append((x, ev.gen_throughput_tok_s))
+            if ev.accept_length is not None:
+                accept_server.points.append((x, ev.accept_length))
+        elif isinstance(ev, GpuSample):
+            for direction in ("rx", "tx"):
+                value = getattr(ev, f"pcie_{direction}_bytes_s")
+                if value is not None:
+                    pcie[direction].setdefault(ev.index, Series(f"GPU {ev.index}")).points.append((x, value / 1e9))
+            if ev.mem_used_bytes is not None:
+                mem.setdefault(ev.index, Series(f"GPU {ev.index}")).points.append((x, ev.mem_used_bytes / GIB))
+            if ev.mem_total_bytes:
+                mem_total[ev.index] = ev.mem_total_bytes / GIB
+    charts = {
+        "tok_s": ("Decode tok/s per trial", line_chart(
+            "Decode tok/s over time, per trial", [*runs.values(), server_rate], y_label="tok/s", bands=bands, marks=marks)),
+        "acceptance": ("Speculative acceptance", line_chart(
+            "Speculative acceptance length over time", [accept_server, accept_runs],
+            y_label="accepted tokens / step", bands=bands, marks=marks)),
+        "pcie_rx": ("PCIe RX per GPU", line_chart(
+            "PCIe RX per GPU (host to device)", [pcie["rx"][i] for i in sorted(pcie["rx"])],
+            y_label="GB/s", bands=bands, marks=marks)),
+        "pcie_tx": ("PCIe TX per GPU", line_chart(
+            "PCIe TX per GPU (device to host)", [pcie["tx"][i] for i in sorted(pcie["tx"])],
+            y_label="GB/s", bands=bands, marks=marks)),
+        "memory": ("Memory used per GPU", line_chart(
+            "GPU memory used" + (f" (of {max(mem_total.values()):.1f} GiB)" if mem_total else ""),
+            [mem[i] for i in sorted(mem)], y_label="GiB", bands=bands, marks=marks,
+            hlines=[(max(mem_total.values()), "total")] if mem_total else ())),
+    }
+    return charts
+
+
+def _gpu_rows(rec: Recording) -> list[list[str]]:
+    peaks: dict[int, dict[str, Any]] = {}
+    for ev in rec.events:
+        if not isinstance(ev, GpuSample):
+            continue
+        p = peaks.setdefault(ev.index, {"name": ev.name, "mem": None, "total": None, "rx": None, "tx": None,
+                                        "util": [], "link": None})
+        p["name"] = ev.name or p["name"]
+        for key, value in (("mem", ev.mem_used_bytes), ("rx", ev.pcie_rx_bytes_s), ("tx", ev.pcie_tx_bytes_s)):
+            if value is not None and (p[key] is None or value > p[key]):
+                p[key] = value
+        p["total"] = ev.mem_total_bytes or p["total"]
+        if ev.util_pct is not None:
+            p["util"].append(ev.util_pct)
+        if ev.pcie_gen is not None:
+            p["link"] = f"Gen{ev.pcie_gen} x{ev.pcie_width}" + (
+                f" (max Gen{ev.pcie_gen_max} x{ev.pcie_width_max})" if ev.pcie_gen_max else "")
+
+    def gib(v: Any) -> str:
+        return f"{v / GIB:.1f}" if v is not None else "n/a"
+
+    def gbs(v: Any) -> str:
+        return f"{v / 1e9:.2f}" if v is not None else "n/a"
+
+    return [
+        [str(i), p["name"] or "n/a", f"{gib(p['mem'])} / {gib(p['total'])}", gbs(p["rx"]), gbs(p["tx"]),
+         f"{sum(p['util']) / len(p['util']):.0f}" if p["util"] else "n/a", p["link"] or "n/a"]
+        for i, p in sorted(peaks.items())
+    ]
+
+
+def _ledger_rows(results: list[TrialResult]) -> list[list[str]]:
+    latest: dict[str, TrialResult] = {}
+    for res in results:
+        latest[res.name] = res  # a resumed trial's later result replaces the earlier
+    rows = []
+    for res in latest.values():
+        row = res.row
+        n = len(row.get("runs_decode_tok_s") or [])
+        mean = row.get("mean_decode_tok_s")
+        ci = row.get("ci95_decode_tok_s")
+        delta = row.get("delta_tok_s")
+        notes = [x for x in (row.get("first_error"), row.get("confound")) if x]
+        rows.append([
+            res.name, res.status,
+            f"{_num(mean)} ± {_num(row.get('sd_decode_tok_s'))}" + (f" (n={n})" if n else ""),
+            f"{ci[0]:.2f}-{ci[1]:.2f}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "n/a",
+            "" if delta is None else f"{delta:+.2f} ({_num(row.get('delta_pct'), '+.1f')}%)",
+            row.get("verdict") or "n/a", _num(row.get("accept_length")),
+            _diff_text(row.get("diff")) or "-", "; ".join(str(x) for x in notes),
+        ])
+    return rows
+
+
+def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str, dict[str, str]]:
+    """(markdown, {file name: svg}); ``chart_name(suffix)`` names each chart file."""
+    printer = Printer(_NullStream())
+    for ev in rec.events:
+        printer.handle(ev)
+    header = rec.header
+    infos = [e for e in rec.events if isinstance(e, ServerInfo)]
+    info = infos[-1] if infos else None
+    gpus = header.get("gpus") or []
+    gpu_names = sorted({g.get("name") for g in gpus if isinstance(g, dict) and g.get("name")})
+    if not gpu_names:
+        gpu_names = sorted({e.name for e in rec.events if isinstance(e, GpuSample) and e.name})
+    gpu_count = len(gpus) or len({e.index for e in rec.events if isinstance(e, GpuSample)})
+    title = header.get("title") or rec.path.name
+    lines = [f"# tuiapp report: {title}", ""]
+    facts = [
+        ("Recorded", f"{_utc(rec.start_t_s)}, {_hms(rec.duration_s)} long"),
+        ("Host", header.get("host")),
+        ("GPUs", f"{gpu_count} x {', '.join(gpu_names) or 'unknown'}" if gpu_count else "none recorded"),
+        ("SGLang", header.get("sglang_version") or (info.version if info else None) or "unknown"),
+        ("Model", info.model_path if info and info.model_path else "unknown"),
+        ("Speculative", _spec_text(infos)),
+        ("Command", f"`{' '.join(header.get('argv') or [])}`"),
+        ("tuiapp", header.get("tool_version")),
+        ("Recording", f"`{rec.path.name}`, {len(rec.events)} events"
+                      + (f", {rec.skipped_lines} corrupt or truncated lines skipped" if rec.skipped_lines else "")),
+    ]
+    lines += _table(["", ""], [[f"**{k}**", v] for k, v in facts]) + [""]
+
+    results = [e for e in rec.events if isinstance(e, TrialResult)]
+    if results:
+        lines += ["## Ledger", ""]
+        lines += _table(["trial", "status", "decode tok/s (mean ± sd)", "95% CI", "vs baseline", "verdict",
+                         "accept len", "diff vs baseline", "notes"], _ledger_rows(results)) + [""]
+
+    lines += ["## Summary", "", "```", printer.summary(), "```", ""]
+
+    lines += ["## Runs", ""]
+    if len(printer.runs) > 30:
+        lines += [f"<details><summary>{len(printer.runs)} runs</summary>", ""]
+    if printer.runs:
+        lines += _table(
+            ["run", "trial", "time", "requests", "errors", "decode tok/s", "output tok/s", "TTFT ms", "ITL ms",
+             "accept len"],
+            [[str(r.run_index), r.trial or "-", _hms(r.t_s - rec.start_t_s), str(r.requests), str(r.errors),
+              _num(r.decode_tok_s), _num(r.output_tok_s), _num(r.ttft_s * 1000 if r.ttft_s is not None else None, ".1f"),
+              _num(r.itl_s * 1000 if r.itl_s is not None else None), _num(r.accept_length)]
+             for r in printer.runs],
+        ) + [""]
+        if len(printer.runs) > 30:
+            lines += ["</details>", ""]
+    else:
+        lines += ["No benchmark run completed in this recording.", ""]
+
+    lines += ["## Alerts", ""]
+    alerts: list[Alert] = list(printer.alerts.values())
+    if alerts:
+        lines += _table(
+            ["time", "kind", "severity", "ranks", "log line", "source", "message"],
+            [[_hms(a.t_s - rec.start_t_s), a.alert_kind, a.severity, ",".join(map(str, a.ranks)) or "-",
+              str(a.first_line) if a.first_line is not None else "-", a.source, a.message] for a in alerts],
+        ) + [""]
+        for a in alerts:
+            if a.traceback:
+                lines += [f"<details><summary>{a.alert_kind} at {_hms(a.t_s - rec.start_t_s)}: traceback</summary>",
+                          "", "```", a.traceback.rstrip(), "```", "</details>", ""]
+    else:
+        lines += ["No alerts.", ""]
+
+    gpu_rows = _gpu_rows(rec)
+    if gpu_rows:
+        lines += ["## GPUs (peaks)", ""]
+        lines += _table(["GPU", "name", "peak memory GiB (used / total)", "peak PCIe RX GB/s",
+                         "peak PCIe TX GB/s", "mean util %", "PCIe link"], gpu_rows) + [""]
+
+    bands = trial_bands(rec.events, rec.start_t_s, rec.duration_s)
+    svgs: dict[str, str] = {}
+    lines += ["## Charts", ""]
+    marks = [(a.t_s - rec.start_t_s, a.alert_kind) for a in alerts]
+    for suffix, (chart_title, svg) in _charts(rec, bands, marks).items():
+        name = chart_name(suffix)
+        svgs[name] = svg
+        lines += [f"### {chart_title}", "", f"![{chart_title}]({name})", ""]
+    return "\n".join(lines).rstrip() + "\n", svgs
+
+
+def write_report(rec: Recording, out: Path) -> list[Path]:
+    """Write ``out`` and its charts beside it (``<stem>.<chart>.svg``); returns every path."""
+    out.parent.mkdir(parents=True, exist_ok=True)
+    stem = out.name[: -len(out.suffix)] if out.suffix else out.name
+    markdown, svgs = build_report(rec, lambda suffix: f"{stem}.{suffix}.svg")
+    written = []
+    for name, svg in svgs.items():
+        path = out.parent / name
+        path.write_text(svg, encoding="utf-8")
+        written.append(path)
+    out.write_text(markdown, encoding="utf-8")
+    return [out, *written]
+
+
+class _NullStream:
+    def write(self, _text: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass
