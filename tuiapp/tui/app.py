@@ -1,0 +1,237 @@
+"""The dashboard app: sources run in a worker, the bus feeds the dashboard (and the recorder).
+
+``run_app(session, theme=...)`` is the entry point; ``DashboardApp(session, theme=...)`` is
+the same app for ``run_test`` and snapshot tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.worker import Worker
+
+from tuiapp.session import Session
+from tuiapp.tui.screens.dashboard import TOGGLABLE, DashboardScreen
+from tuiapp.tui.screens.details import ConfirmScreen
+from tuiapp.tui.store import DashboardStore
+from tuiapp.tui.theme_files import DEFAULT_THEME, layout_paths, load_themes
+
+SPEEDS = (1, 2, 4, 8, 16, 32, 64)
+SEEK_S = 10.0
+_LIVE_ACTIONS = {"pause_resume", "restart_trial", "stop_server"}
+_SERVER_UP = ("starting", "ready", "running")
+
+
+class DashboardApp(App[int]):
+    TITLE = "tuiapp"
+    CSS_PATH = layout_paths()
+    BINDINGS = [
+        Binding("q", "quit", "Quit"),
+        Binding("space", "replay_toggle", "Play/pause", priority=True),
+        Binding("plus,equals_sign", "replay_speed(2)", "Faster", key_display="+"),
+        Binding("minus", "replay_speed(0.5)", "Slower", key_display="-"),
+        Binding("right", "replay_step", "Step/+10s", key_display="←→", priority=True),
+        Binding("left", "replay_seek(-10)", "Back 10s", show=False, priority=True),
+        Binding("n", "replay_next_alert", "Next alert"),
+        Binding("p", "pause_resume", "Pause loop"),
+        Binding("r", "restart_trial", "Restart"),
+        Binding("s", "stop_server", "Stop srv"),
+        Binding("l", "open_log", "Log"),
+        Binding("e", "errors_only", "Errors"),
+        Binding("t", "next_theme", "Theme"),
+        Binding("1", "toggle_panel('perf')", "Panels", key_display="1-5"),
+        *(Binding(str(i), f"toggle_panel('{name}')", show=False)
+          for i, name in enumerate(list(TOGGLABLE)[1:], start=2)),
+    ]
+
+    def __init__(self, session: Session, *, theme: str | None = None) -> None:
+        super().__init__()
+        self.session = session
+        self.store = DashboardStore()
+        self.animation_level = "none"
+        # Subscribe before any source starts so no event is missed.
+        self.events = session.bus.subscribe("tui", maxlen=100_000)
+        self._recorder_events = (session.bus.subscribe("recorder", maxlen=100_000)
+                                 if session.record_path is not None else None)
+        self.file_themes = [t.name for t in load_themes()]
+        for file_theme in load_themes():
+            self.register_theme(file_theme)
+        name = theme or DEFAULT_THEME
+        if name not in self.available_themes:
+            from tuiapp.cli import UsageError
+
+            raise UsageError(f"unknown theme {name!r}; choose from {', '.join(self.file_themes)}")
+        self.theme = name
+        self._stop = asyncio.Event()
+        self._sources: Worker | None = None
+        self._recorder: Worker | None = None
+        self._quitting = False
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return {"pcie-rx": "#3A9AD9", "pcie-tx": "#F0A202"}
+
+    def get_default_screen(self) -> Screen:
+        return DashboardScreen(self.store, self.session, self.events)
+
+    @property
+    def dashboard(self) -> DashboardScreen:
+        return self.screen_stack[0]  # type: ignore[return-value]
+
+    def on_mount(self) -> None:
+        if self._recorder_events is not None:
+            from tuiapp.record.recorder import (
+                Recorder,  # written elsewhere; only needed when recording
+            )
+
+            recorder = Recorder(self.session.record_path, header=self.session.header)
+            self._recorder = self.run_worker(recorder.run(self._recorder_events), group="recorder",
+                                             exit_on_error=False)
+        self._sources = self.run_worker(self.session.run_sources(self._stop), group="sources",
+                                        exit_on_error=False)
+
+    # ------------------------------------------------------------------ quitting
+
+    def _server_running(self) -> bool:
+        state = self.store.server_state
+        return state is not None and state.state in _SERVER_UP
+
+    async def action_quit(self) -> None:
+        controls = self.session.controls
+        if controls is not None and controls.owns_server and self._server_running():
+            def answered(yes: bool | None) -> None:
+                if yes:
+                    self._begin_shutdown()
+
+            self.push_screen(ConfirmScreen("The server we launched is running. Stop it and quit?"), answered)
+        else:
+            self._begin_shutdown()
+
+    def _begin_shutdown(self) -> None:
+        if not self._quitting:
+            self._quitting = True
+            self.notify("stopping…", timeout=30)
+            self.run_worker(self._shutdown(), group="shutdown")
+
+    async def _shutdown(self) -> None:
+        """Stop the sources (run_sources then stops a server we launched), drain sinks, exit."""
+        self._stop.set()
+        await _finished(self._sources)
+        self.session.bus.close()
+        await _finished(self._recorder, timeout_s=10)
+        self.exit(0)
+
+    # ------------------------------------------------------------------ actions
+
+    def check_action(self, action: str, parameters: tuple[object, ...]) -> bool | None:
+        if action in _LIVE_ACTIONS:
+            return self.session.controls is not None
+        if action.startswith("replay_"):
+            return self.session.replay is not None
+        if action in ("errors_only", "toggle_panel", "open_log"):
+            return isinstance(self.screen, DashboardScreen)
+        return True
+
+    def action_pause_resume(self) -> None:
+        controls = self.session.controls
+        paused = self.store.bench_state is not None and self.store.bench_state.state == "paused"
+        if paused:
+            controls.resume_bench()
+            self.notify("benchmark loop: resume requested")
+        else:
+            controls.pause_bench()
+            self.notify("benchmark loop: pause requested")
+
+    def action_restart_trial(self) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.session.controls.restart_trial()
+                self.notify("restart requested")
+
+        self.push_screen(ConfirmScreen("Restart the current trial?"), answered)
+
+    def action_stop_server(self) -> None:
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.session.controls.stop_server()
+                self.notify("stop requested")
+
+        self.push_screen(ConfirmScreen("Stop the server?"), answered)
+
+    def action_open_log(self) -> None:
+        from tuiapp.tui.screens.log_view import LogScreen
+
+        self.push_screen(LogScreen(self.store))
+
+    def action_errors_only(self) -> None:
+        from tuiapp.tui.widgets.log_tail import LogTail
+
+        tail = self.dashboard.query_one(LogTail)
+        tail.errors_only = not tail.errors_only
+
+    def action_toggle_panel(self, panel_id: str) -> None:
+        self.dashboard.toggle_panel(panel_id)
+
+    def action_next_theme(self) -> None:
+        names = self.file_themes
+        self.theme = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else names[0]
+        self.notify(f"theme {self.theme}")
+
+    def action_replay_toggle(self) -> None:
+        replay = self.session.replay
+        replay.pause() if replay.playing else replay.play()
+
+    def action_replay_speed(self, factor: float) -> None:
+        replay = self.session.replay
+        wanted = replay.speed * factor
+        replay.set_speed(float(min(SPEEDS, key=lambda s: abs(s - wanted))))
+
+    def action_replay_step(self) -> None:
+        replay = self.session.replay
+        if replay.playing:
+            self.action_replay_seek(SEEK_S)
+        else:
+            replay.step()
+
+    def action_replay_seek(self, delta_s: float) -> None:
+        replay = self.session.replay
+        replay.seek(min(max(0.0, replay.position_s + delta_s), replay.duration_s))
+
+    def action_replay_next_alert(self) -> None:
+        self.session.replay.next_alert()
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        if isinstance(screen, DashboardScreen):
+            for panel_id, label in TOGGLABLE.items():
+                yield SystemCommand(f"Toggle panel: {label}", f"Show or hide the {label} panel",
+                                    lambda p=panel_id: self.action_toggle_panel(p))
+            yield SystemCommand("Open log", "The whole log, scrollable", self.action_open_log)
+            yield SystemCommand("Log tail: errors only", "Filter the log tail", self.action_errors_only)
+        if self.session.controls is not None:
+            yield SystemCommand("Pause/resume benchmark loop", "", self.action_pause_resume)
+            yield SystemCommand("Restart trial", "", self.action_restart_trial)
+            yield SystemCommand("Stop server", "", self.action_stop_server)
+        if self.session.replay is not None:
+            yield SystemCommand("Replay: next alert", "Seek to just after the next alert",
+                                self.action_replay_next_alert)
+
+
+async def _finished(worker: Worker | None, timeout_s: float | None = None) -> None:
+    """Wait for a worker to end, whatever its outcome (its errors are its own to report)."""
+    if worker is None or worker.is_finished:
+        return
+    try:
+        await asyncio.wait_for(worker.wait(), timeout_s)
+    except Exception:  # WorkerFailed, WorkerCancelled, TimeoutError: nothing left to wait for
+        pass
+
+
+def run_app(session: Session, *, theme: str | None = None) -> int:
+    """Run the dashboard in this terminal until the user quits; returns the exit code."""
+    app = DashboardApp(session, theme=theme)
+    app.run()
+    return app.return_code or 0

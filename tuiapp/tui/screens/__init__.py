@@ -1,0 +1,1 @@
+"""The dashboard screen and the modal/detail screens opened from it."""

@@ -1,0 +1,119 @@
+"""The dashboard: consumes the bus into the store as events come, paints at most 4 times a second."""
+
+from __future__ import annotations
+
+from textual import on, work
+from textual.app import ComposeResult
+from textual.containers import Horizontal, Vertical
+from textual.screen import Screen
+from textual.widgets import DataTable, Footer, OptionList
+
+from tuiapp.bus import Subscription
+from tuiapp.session import Session
+from tuiapp.tui.store import DashboardStore
+from tuiapp.tui.widgets.alert_list import AlertList
+from tuiapp.tui.widgets.gpu_table import GpuTable
+from tuiapp.tui.widgets.header_bar import HeaderBar
+from tuiapp.tui.widgets.ledger_table import LedgerTable
+from tuiapp.tui.widgets.log_tail import LogTail
+from tuiapp.tui.widgets.notes_bar import NotesBar
+from tuiapp.tui.widgets.perf_panels import AcceptancePanel, LatencyPanel, ThroughputPanel
+from tuiapp.tui.widgets.timeline_bar import TimelineBar
+
+PAINT_INTERVAL_S = 0.25
+# Panels a user can hide (key 1-5, or the command palette): id -> label.
+TOGGLABLE = {"perf": "throughput/acceptance/latency", "gpus": "GPUs", "alerts": "alerts",
+             "trials": "trials ledger", "log": "log tail"}
+
+
+class DashboardScreen(Screen):
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
+
+    def __init__(self, store: DashboardStore, session: Session, events: Subscription) -> None:
+        super().__init__()
+        self.store = store
+        self.session = session
+        self.events = events
+        self.hidden: set[str] = set()
+
+    def compose(self) -> ComposeResult:
+        s = self.store
+        yield HeaderBar(s, self.session.title, id="header")
+        yield NotesBar(s, id="notes")
+        with Horizontal(id="body"):
+            with Vertical(id="left"):
+                with Horizontal(id="perf"):
+                    yield ThroughputPanel(s, id="throughput")
+                    yield AcceptancePanel(s, id="acceptance")
+                    yield LatencyPanel(s, id="latency")
+                yield GpuTable(s, id="gpus")
+            with Vertical(id="right"):
+                yield AlertList(s, id="alerts")
+                yield LedgerTable(s, id="trials")
+                yield LogTail(s, id="log")
+        if self.session.replay is not None:
+            yield TimelineBar(self.session.replay, id="timeline")
+        yield Footer()
+
+    def on_mount(self) -> None:
+        self.query_one("#throughput").border_title = "decode tok/s"
+        self.query_one("#acceptance").border_title = "acceptance"
+        self.query_one("#latency").border_title = "latency"
+        self.query_one("#gpus").border_title = "GPUs  mem GiB · util · power · temp · PCIe B/s"
+        self.query_one("#alerts").border_title = "alerts (enter: traceback)"
+        self.query_one("#trials").border_title = "trials (enter: details)"
+        self.query_one("#trials").display = False
+        self.query_one(AlertList).focus()
+        self.consume_events()
+        self.set_interval(PAINT_INTERVAL_S, self.paint)
+        self.app.theme_changed_signal.subscribe(self, lambda _theme: self.paint(force=True))
+        self.paint(force=True)
+
+    @work(exclusive=True, group="bus")
+    async def consume_events(self) -> None:
+        apply = self.store.apply
+        while (event := await self.events.get()) is not None:
+            apply(event)
+            for queued in self.events.drain():
+                apply(queued)
+
+    def paint(self, force: bool = False) -> None:
+        """Repaint the panels whose data changed since the last paint."""
+        with self.app.batch_update():
+            for panel in self.query("#header, #notes, #throughput, #acceptance, #latency, #gpus, #log"):
+                panel.paint(force)
+            self.query_one(AlertList).paint(force)
+            ledger = self.query_one(LedgerTable)
+            if self.store.trials and "trials" not in self.hidden and not ledger.display:
+                ledger.display = True
+            self.set_class(ledger.display, "-has-trials")
+            ledger.paint(force)
+            if self.session.replay is not None:
+                self.query_one(TimelineBar).paint(force)
+
+    def toggle_panel(self, panel_id: str) -> None:
+        widget = self.query_one(f"#{panel_id}")
+        if panel_id in self.hidden:
+            self.hidden.discard(panel_id)
+            widget.display = panel_id != "trials" or bool(self.store.trials)
+        else:
+            self.hidden.add(panel_id)
+            widget.display = False
+        self.set_class(self.query_one(LedgerTable).display, "-has-trials")
+
+    @on(OptionList.OptionSelected, "#alerts")
+    def open_alert(self, event: OptionList.OptionSelected) -> None:
+        from tuiapp.tui.screens.details import AlertScreen
+
+        alert = self.query_one(AlertList).alert_for(event.option.id)
+        if alert is not None:
+            self.app.push_screen(AlertScreen(alert, self.store))
+
+    @on(DataTable.RowSelected, "#trials")
+    def open_trial(self, event: DataTable.RowSelected) -> None:
+        from tuiapp.tui.screens.details import TrialScreen
+
+        row = self.store.trials.get(str(event.row_key.value))
+        if row is not None:
+            self.app.push_screen(TrialScreen(row, self.store))

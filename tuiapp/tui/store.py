@@ -1,0 +1,237 @@
+"""Latest-value store: the dashboard's model, fed event by event, painted from later.
+
+Applying an event is cheap (a few dict/deque writes) and bumps the version of every
+panel it touches; the screen repaints only panels whose version moved. Every time shown
+derives from event ``t_s``, never from the wall clock, so replays and snapshots are exact.
+Textual-free on purpose.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections import deque
+from dataclasses import dataclass, field
+
+from tuiapp.events import (
+    Alert,
+    BenchState,
+    BenchSummary,
+    GpuSample,
+    LogLine,
+    Note,
+    RequestDone,
+    RunDone,
+    ServerInfo,
+    ServerState,
+    ServerStats,
+    TrialResult,
+    TrialState,
+    _Event,
+)
+
+PANELS = ("header", "perf", "gpus", "alerts", "trials", "log", "notes")
+HISTORY = 240  # points kept per series: enough for a 200-column sparkline
+GPU_HISTORY = 60
+LOG_LINES = 5000
+_ENDED = ("failed", "stopped")
+
+
+@dataclass
+class TrialRow:
+    """One ledger line: the latest phase and, once finished, the ledger row."""
+
+    name: str
+    index: int = 0
+    total: int = 0
+    phase: str = ""
+    message: str = ""
+    result: TrialResult | None = None
+    alert_keys: list[tuple] = field(default_factory=list)
+
+
+class DashboardStore:
+    def __init__(self) -> None:
+        self.versions: dict[str, int] = dict.fromkeys(PANELS, 0)
+        self.applied = 0
+        self.first_t_s: float | None = None
+        self.now_t_s: float | None = None
+        # header
+        self.server_state: ServerState | None = None
+        self.server_start_t_s: float | None = None
+        self.server_end_t_s: float | None = None
+        self.server_info: ServerInfo | None = None
+        self.bench_state: BenchState | None = None
+        # perf
+        self.request_tok_s: deque[float | None] = deque(maxlen=HISTORY)
+        self.run_tok_s: deque[float | None] = deque(maxlen=HISTORY)
+        self.server_tok_s: deque[float | None] = deque(maxlen=HISTORY)
+        self.accept_length: deque[float | None] = deque(maxlen=HISTORY)
+        self.accept_rate: deque[float | None] = deque(maxlen=HISTORY)
+        self.ttft_s: deque[float | None] = deque(maxlen=HISTORY)
+        self.itl_s: deque[float | None] = deque(maxlen=HISTORY)
+        self.last_request: RequestDone | None = None
+        self.last_run: RunDone | None = None
+        self.trial_runs: list[RunDone] = []  # runs of the current trial, for mean/sd
+        self.summary: BenchSummary | None = None
+        self.requests_failed = 0
+        self.server_has_acceptance = False
+        # gpus
+        self.gpus: dict[int, GpuSample] = {}
+        self.gpu_rx: dict[int, deque[float | None]] = {}
+        self.gpu_tx: dict[int, deque[float | None]] = {}
+        # alerts, newest first; same key = same incident (its rank list grows)
+        self.alerts: dict[tuple, Alert] = {}
+        self.alert_order: list[tuple] = []
+        # trials
+        self.trials: dict[str, TrialRow] = {}
+        self.current_trial: str | None = None
+        # log and notes
+        self.log: deque[LogLine] = deque(maxlen=LOG_LINES)
+        self.log_errors = 0
+        self.log_total = 0
+        self.notes: deque[Note] = deque(maxlen=50)
+
+    # ------------------------------------------------------------------ helpers
+
+    def _bump(self, *panels: str) -> None:
+        for panel in panels:
+            self.versions[panel] += 1
+
+    def rel_s(self, t_s: float) -> float:
+        """Seconds since the first event (log, alert and timeline times)."""
+        return t_s - (self.first_t_s if self.first_t_s is not None else t_s)
+
+    @property
+    def uptime_s(self) -> float | None:
+        if self.server_start_t_s is None or self.now_t_s is None:
+            return None
+        end = self.server_end_t_s if self.server_end_t_s is not None else self.now_t_s
+        return end - self.server_start_t_s
+
+    @property
+    def alerts_newest_first(self) -> list[Alert]:
+        return [self.alerts[key] for key in reversed(self.alert_order)]
+
+    def run_stats(self) -> tuple[float | None, float | None, tuple[float, float] | None, int]:
+        """(mean, sd, ci95, n) of decode tok/s over the current trial's runs."""
+        if self.summary is not None and self.summary.trial == self._trial_of_runs():
+            s = self.summary
+            return s.mean_decode_tok_s, s.sd_decode_tok_s, s.ci95_decode_tok_s, s.runs
+        values = [r.decode_tok_s for r in self.trial_runs if r.decode_tok_s is not None]
+        if not values:
+            return None, None, None, 0
+        sd = statistics.stdev(values) if len(values) > 1 else None
+        return statistics.fmean(values), sd, None, len(values)
+
+    def _trial_of_runs(self) -> str | None:
+        return self.trial_runs[-1].trial if self.trial_runs else self.current_trial
+
+    # ------------------------------------------------------------------ apply
+
+    def apply(self, event: _Event) -> None:
+        self.applied += 1
+        t_s = event.t_s
+        if self.first_t_s is None:
+            self.first_t_s = t_s
+        if self.now_t_s is None or t_s > self.now_t_s:
+            self.now_t_s = t_s
+            self.versions["header"] += 1  # uptime moves with event time
+        handler = getattr(self, f"_on_{type(event).__name__}", None)
+        if handler is not None:
+            handler(event)
+
+    def _on_ServerState(self, ev: ServerState) -> None:
+        if self.server_start_t_s is None or ev.state == "starting":
+            self.server_start_t_s = ev.t_s
+            self.server_end_t_s = None
+        if ev.state in _ENDED:
+            self.server_end_t_s = ev.t_s
+        self.server_state = ev
+        self._bump("header")
+
+    def _on_ServerInfo(self, ev: ServerInfo) -> None:
+        self.server_info = ev
+        self._bump("header")
+
+    def _on_BenchState(self, ev: BenchState) -> None:
+        self.bench_state = ev
+        self._bump("header")
+
+    def _on_ServerStats(self, ev: ServerStats) -> None:
+        if ev.gen_throughput_tok_s is not None:
+            self.server_tok_s.append(ev.gen_throughput_tok_s)
+        if ev.accept_length is not None:
+            self.server_has_acceptance = True
+            self.accept_length.append(ev.accept_length)
+        if ev.accept_rate is not None:
+            self.accept_rate.append(ev.accept_rate)
+        self._bump("perf")
+
+    def _on_RequestDone(self, ev: RequestDone) -> None:
+        self.last_request = ev
+        if not ev.ok:
+            self.requests_failed += 1
+        self.request_tok_s.append(ev.decode_tok_s)
+        if ev.ttft_s is not None:
+            self.ttft_s.append(ev.ttft_s)
+        if ev.itl_s is not None:
+            self.itl_s.append(ev.itl_s)
+        # The server's own acceptance figures win; a client-side one fills in without them.
+        if ev.accept_length is not None and not self.server_has_acceptance:
+            self.accept_length.append(ev.accept_length)
+        if ev.accept_rate is not None and not self.server_has_acceptance:
+            self.accept_rate.append(ev.accept_rate)
+        self._bump("perf")
+
+    def _on_RunDone(self, ev: RunDone) -> None:
+        if self.trial_runs and self.trial_runs[-1].trial != ev.trial:
+            self.trial_runs = []
+        self.trial_runs.append(ev)
+        self.last_run = ev
+        self.run_tok_s.append(ev.decode_tok_s)
+        self._bump("perf")
+
+    def _on_BenchSummary(self, ev: BenchSummary) -> None:
+        self.summary = ev
+        self._bump("perf")
+
+    def _on_GpuSample(self, ev: GpuSample) -> None:
+        self.gpus[ev.index] = ev
+        self.gpu_rx.setdefault(ev.index, deque(maxlen=GPU_HISTORY)).append(ev.pcie_rx_bytes_s)
+        self.gpu_tx.setdefault(ev.index, deque(maxlen=GPU_HISTORY)).append(ev.pcie_tx_bytes_s)
+        self._bump("gpus")
+
+    def _on_Alert(self, ev: Alert) -> None:
+        key = (ev.source, ev.alert_kind, ev.alert_id)
+        earlier = self.alerts.get(key)
+        if earlier is not None:
+            ranks = sorted(set(earlier.ranks) | set(ev.ranks))
+            ev = ev.model_copy(update={"ranks": ranks})
+        else:
+            self.alert_order.append(key)
+            if self.current_trial is not None:
+                self.trials[self.current_trial].alert_keys.append(key)
+        self.alerts[key] = ev
+        self._bump("alerts", "trials")
+
+    def _on_TrialState(self, ev: TrialState) -> None:
+        row = self.trials.setdefault(ev.name, TrialRow(ev.name))
+        row.index, row.total, row.phase, row.message = ev.index, ev.total, ev.phase, ev.message
+        self.current_trial = ev.name
+        self._bump("trials", "header")
+
+    def _on_TrialResult(self, ev: TrialResult) -> None:
+        row = self.trials.setdefault(ev.name, TrialRow(ev.name))
+        row.result = ev
+        self._bump("trials")
+
+    def _on_LogLine(self, ev: LogLine) -> None:
+        self.log.append(ev)
+        self.log_total += 1
+        if ev.level == "error":
+            self.log_errors += 1
+        self._bump("log")
+
+    def _on_Note(self, ev: Note) -> None:
+        self.notes.append(ev)
+        self._bump("notes")

@@ -1,0 +1,62 @@
+"""The newest server log records that fit, optionally only errors; a traceback shows its first line."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual.reactive import reactive
+
+from tuiapp.events import LogLine
+from tuiapp.tui import fmt
+from tuiapp.tui.widgets.panel import Panel
+
+
+def rank_tag(line: LogLine) -> str:
+    parts = [f"{name}{v}" for name, v in (("TP", line.tp_rank), ("DP", line.dp_rank), ("EP", line.ep_rank))
+             if v is not None]
+    return f"[{' '.join(parts)}] " if parts else ""
+
+
+def log_line_text(line: LogLine, rel_s: float, tones: dict[str, object], *, full: bool = False) -> Text:
+    text = Text(no_wrap=True, overflow="ellipsis")
+    text.append(f"{fmt.clock(rel_s)} ", tones["muted"])
+    text.append(rank_tag(line), tones["label"])
+    tone = tones["error"] if line.level == "error" else tones["warn"] if line.level == "warning" else tones["value"]
+    lines = line.text.splitlines() or [""]
+    if full:
+        text.append("\n".join(lines), tone)
+    else:
+        text.append(lines[0], tone)
+        if len(lines) > 1:
+            text.append(f" (+{len(lines) - 1} lines)", tones["muted"])
+    return text
+
+
+class LogTail(Panel):
+    panel_key = "log"
+    errors_only: reactive[bool] = reactive(False)
+
+    def watch_errors_only(self) -> None:
+        self.paint(force=True)
+
+    def paint(self, force: bool = False) -> None:
+        title = f"log{' - errors only' if self.errors_only else ''} errors: {self.store.log_errors}  e: filter"
+        if title != self.border_title:
+            self.border_title = title
+        super().paint(force)
+
+    def tones(self) -> dict[str, object]:
+        return {name: self.tone(name) for name in ("muted", "label", "error", "warn", "value")}
+
+    def render(self) -> Text:
+        height = max(1, self.size.height)
+        picked: list[LogLine] = []
+        for line in reversed(self.store.log):
+            if not self.errors_only or line.level != "info":
+                picked.append(line)
+                if len(picked) == height:
+                    break
+        if not picked:
+            return Text("no errors logged" if self.errors_only else "no log lines yet", self.tone("muted"))
+        tones = self.tones()
+        return Text("\n", no_wrap=True).join(
+            log_line_text(line, self.store.rel_s(line.t_s), tones) for line in reversed(picked))

@@ -1,0 +1,33 @@
+"""The latest Note (e.g. "telemetry off: no NVIDIA driver"), with how many came before it."""
+
+from __future__ import annotations
+
+from rich.text import Text
+
+from tuiapp.tui import fmt
+from tuiapp.tui.widgets.panel import Panel
+
+_TONE = {"info": "value", "warning": "warn", "error": "error"}
+
+
+class NotesBar(Panel):
+    panel_key = "notes"
+
+    def paint(self, force: bool = False) -> None:
+        self.display = bool(self.store.notes)
+        super().paint(force)
+
+    def render(self) -> Text:
+        notes = self.store.notes
+        if not notes:
+            return Text()
+        note = notes[-1]
+        text = Text(no_wrap=True, overflow="ellipsis")
+        text.append("note ", self.tone("label"))
+        text.append(f"{fmt.clock(self.store.rel_s(note.t_s))} ", self.tone("muted"))
+        if note.source:
+            text.append(f"{note.source}: ", self.tone("label"))
+        text.append(note.text, self.tone(_TONE[note.level]))
+        if len(notes) > 1:
+            text.append(f"  (+{len(notes) - 1} earlier, see log screen)", self.tone("muted"))
+        return text

@@ -1,0 +1,36 @@
+"""Base for the dashboard panels: render from the store, repaint only when its version moved."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+from rich.style import Style
+from textual.widget import Widget
+
+from tuiapp.tui.store import DashboardStore
+
+
+class Panel(Widget):
+    """A panel renders one Rich Text from the store; colours come from component classes,
+    so the .tcss files (and so the theme) decide them, never a hex value in Python."""
+
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "panel--label", "panel--muted", "panel--value", "panel--ok", "panel--warn",
+        "panel--error", "panel--spark", "panel--rx", "panel--tx", "panel--free", "panel--badge",
+    }
+    panel_key: ClassVar[str] = ""
+
+    def __init__(self, store: DashboardStore, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.store = store
+        self.painted_version = -1
+
+    def paint(self, force: bool = False) -> None:
+        """Refresh if the store changed what this panel shows (called by the paint timer)."""
+        version = self.store.versions[self.panel_key]
+        if force or version != self.painted_version:
+            self.painted_version = version
+            self.refresh(layout=self.styles.height is not None and self.styles.height.is_auto)
+
+    def tone(self, name: str) -> Style:
+        return self.get_component_rich_style(f"panel--{name}", partial=True)
