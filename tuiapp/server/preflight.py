@@ -1,0 +1,249 @@
+"""Check a server command's flags against the installed server before a launch.
+
+A typo or a flag renamed between SGLang versions otherwise costs a model load (minutes)
+before argparse complains, or worse, argparse's prefix matching silently reads an old
+flag as a different new one. We run ``<command> --help`` in a subprocess (no SGLang
+import here), read the option strings from argparse's help text, and apply argparse's
+own rules: exact match, else a unique prefix, else "ambiguous" or "unrecognized".
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import signal
+import subprocess
+from dataclasses import dataclass
+from typing import Literal
+
+Severity = Literal["error", "warning"]
+
+
+@dataclass(frozen=True)
+class Problem:
+    severity: Severity
+    flag: str  # the flag as the user wrote it, "" for a problem with the command itself
+    message: str
+    suggestion: str | None = None  # what to write instead, e.g. "--cuda-graph-max-bs-decode"
+
+    def __str__(self) -> str:
+        hint = f" (try: {self.suggestion})" if self.suggestion else ""
+        return f"{self.severity}: {self.message}{hint}"
+
+
+# Spellings that changed between SGLang versions, both directions: the old spelling on a
+# new server and the new spelling on an old one. Value: (replacement as typed, why). A
+# replacement is offered only when its first flag exists in the checked server's help.
+RENAMES: dict[str, tuple[str | None, str]] = {
+    "--cuda-graph-max-bs": ("--cuda-graph-max-bs-decode", "split into -decode/-prefill in SGLang 0.5.23"),
+    "--cuda-graph-bs": ("--cuda-graph-bs-decode", "split into -decode/-prefill in SGLang 0.5.23"),
+    "--disable-cuda-graph": (
+        "--disable-decode-cuda-graph --disable-prefill-cuda-graph",
+        "deprecated in SGLang 0.5.23",
+    ),
+    "--enable-flashinfer-allreduce-fusion": (
+        "--flashinfer-allreduce-fusion-backend auto",
+        "deprecated in SGLang 0.5.23",
+    ),
+    "--enable-dp-attention": ("--attn-dp-size", "replaced by --attn-dp-size N in SGLang 0.5.23"),
+    "--model": ("--model-path", "older SGLang has only --model-path"),
+    "--speculative-draft-model": ("--speculative-draft-model-path", "older SGLang has only the -path spelling"),
+    "--tensor-parallel-size": ("--tp-size", "older SGLang has only --tp-size"),
+    # new spellings on an older server
+    "--cuda-graph-max-bs-decode": ("--cuda-graph-max-bs", "SGLang before 0.5.23 has one --cuda-graph-max-bs"),
+    "--cuda-graph-bs-decode": ("--cuda-graph-bs", "SGLang before 0.5.23 has one --cuda-graph-bs"),
+    "--cuda-graph-max-bs-prefill": (None, "SGLang before 0.5.23 has no prefill CUDA graphs; drop it"),
+    "--cuda-graph-bs-prefill": (None, "SGLang before 0.5.23 has no prefill CUDA graphs; drop it"),
+    "--disable-decode-cuda-graph": ("--disable-cuda-graph", "SGLang before 0.5.23 has one --disable-cuda-graph"),
+    "--flashinfer-allreduce-fusion-backend": (
+        "--enable-flashinfer-allreduce-fusion",
+        "SGLang before 0.5.23 has a boolean --enable-flashinfer-allreduce-fusion",
+    ),
+    "--attn-dp-size": ("--enable-dp-attention", "SGLang before 0.5.23: --enable-dp-attention with --dp-size N"),
+}
+
+# Deprecated shims SGLang 0.5.23 still accepts (maybe hidden from --help): a warning, not an error.
+DEPRECATED_SHIMS = {"--disable-cuda-graph", "--enable-flashinfer-allreduce-fusion", "--enable-dp-attention"}
+
+_PYTHON = re.compile(r"^(python|pypy)[\d.]*$")
+_PY_OPTS_WITH_ARG = {"-W", "-X", "-Q"}
+_NUMBER = re.compile(r"^-\d|^-\.\d")
+_OPTION_LINE = re.compile(r"^ {1,8}(-{1,2}[A-Za-z0-9].*)$")
+_INVOCATION_FLAG = re.compile(r"(?:^|, )(-{1,2}[A-Za-z0-9][^\s,=\[{]*)")
+_USAGE_FLAG = re.compile(r"[\[(| ](--[A-Za-z0-9][\w-]*)")
+
+
+def split_command(argv: list[str]) -> tuple[list[str], list[str]]:
+    """``(command, flags)``: ``python -m sglang.launch_server`` / ``sglang serve``, then the rest."""
+    i = 0
+    while i < len(argv) and not argv[i].startswith("-"):
+        if _PYTHON.match(os.path.basename(argv[i])):
+            return _split_python(argv, i)
+        i += 1
+    return list(argv[:i]), list(argv[i:])
+
+
+def _split_python(argv: list[str], i: int) -> tuple[list[str], list[str]]:
+    i += 1  # the interpreter
+    while i < len(argv):
+        token = argv[i]
+        if token in ("-m", "-c"):
+            i += 2
+            break
+        if token in _PY_OPTS_WITH_ARG:
+            i += 2
+        elif token.startswith("-") and token != "-":
+            i += 1
+        else:
+            i += 1  # a script path
+            break
+    while i < len(argv) and not argv[i].startswith("-"):
+        i += 1  # a subcommand after the module or script
+    return list(argv[:i]), list(argv[i:])
+
+
+def parse_help(text: str) -> dict[str, str]:
+    """Option string -> its help text, from argparse ``--help`` output (any version)."""
+    options: dict[str, str] = {}
+    current: list[str] = []
+    in_usage = False
+    for line in text.splitlines():
+        if line.startswith("usage:"):
+            in_usage = True
+        elif not line.strip():
+            in_usage = False
+            current = []
+            continue
+        if in_usage:
+            for flag in _USAGE_FLAG.findall(" " + line):
+                options.setdefault(flag, "")
+            continue
+        match = _OPTION_LINE.match(line)
+        if match:
+            invocation, _, help_text = match.group(1).partition("  ")
+            current = _INVOCATION_FLAG.findall(invocation)
+            for flag in current:
+                options[flag] = help_text.strip()
+        elif current and line.startswith(" "):
+            for flag in current:
+                # argparse wraps after a hyphen too ("--disable-decode-" / "cuda-graph")
+                sep = "" if options[flag].endswith("-") else " "
+                options[flag] = f"{options[flag]}{sep}{line.strip()}".strip()
+        else:
+            current = []
+    return options
+
+
+def _rename(flag: str, options: dict[str, str]) -> tuple[str | None, str] | None:
+    entry = RENAMES.get(flag)
+    if entry is None:
+        return None
+    replacement, why = entry
+    if replacement is not None and replacement.split()[0] not in options:
+        return None
+    return replacement, why
+
+
+def _closest(flag: str, options: dict[str, str]) -> str | None:
+    longs = [o for o in options if o.startswith("--")]
+    matches = difflib.get_close_matches(flag, longs, n=1, cutoff=0.75)
+    return matches[0] if matches else None
+
+
+def check_flags(flags: list[str], options: dict[str, str]) -> list[Problem]:
+    """Problems with ``flags`` (the argv after the command) for a server with ``options``."""
+    problems: list[Problem] = []
+    for token in flags:
+        if token == "--":
+            break
+        if not token.startswith("-") or token == "-" or _NUMBER.match(token):
+            continue  # a value
+        flag = token.split("=", 1)[0]
+        if flag in options:
+            problems.extend(_deprecated(flag, options))
+            continue
+        candidates = sorted(o for o in options if flag.startswith("--") and o.startswith(flag))
+        rename = _rename(flag, options)
+        if len(candidates) == 1:
+            # argparse accepts a unique prefix; harmless unless the user meant an old flag
+            # that now silently becomes a different one.
+            if rename is not None:
+                replacement, why = rename
+                problems.append(Problem(
+                    "warning", flag,
+                    f"{flag} is not an option here; argparse reads it as {candidates[0]} ({why})",
+                    replacement,
+                ))
+            continue
+        if candidates:
+            message = f"ambiguous option: {flag} could match {', '.join(candidates)}"
+        else:
+            message = f"unrecognized option: {flag}"
+        if rename is not None and flag in DEPRECATED_SHIMS:
+            # SGLang may still accept the shim without listing it; argparse will tell.
+            replacement, why = rename
+            problems.append(Problem("warning", flag, f"{flag} is not listed by --help ({why})", replacement))
+        elif rename is not None:
+            replacement, why = rename
+            problems.append(Problem("error", flag, f"{message} ({why})", replacement))
+        else:
+            problems.append(Problem("error", flag, message, _closest(flag, options)))
+    return problems
+
+
+def _deprecated(flag: str, options: dict[str, str]) -> list[Problem]:
+    help_text = options.get(flag, "")
+    rename = _rename(flag, options)
+    shim = flag in DEPRECATED_SHIMS and rename is not None
+    if "deprecat" not in help_text.lower() and not shim:
+        return []
+    suggestion = rename[0] if rename else None
+    if suggestion is None:
+        found = re.search(r"(?:use|Use)\s+(--[\w-]+(?:[= ][\w.-]+)?)", help_text)
+        suggestion = found.group(1) if found else None
+    return [Problem("warning", flag, f"{flag} is deprecated in this server version", suggestion)]
+
+
+def run_help(command: list[str], *, timeout_s: float = 60) -> tuple[int | None, str]:
+    """``(exit code, output)`` of ``command --help``; exit code None when it timed out."""
+    env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
+    proc = subprocess.Popen(
+        [*command, "--help"],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        env=env,
+        start_new_session=True,  # so a timeout can kill whatever it spawned
+    )
+    try:
+        out, _ = proc.communicate(timeout=timeout_s)
+        return proc.returncode, out.decode("utf-8", "replace")
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, _ = proc.communicate()
+        return None, out.decode("utf-8", "replace")
+
+
+def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
+    """Problems with the server command ``argv``: an empty list means it looks fine."""
+    command, flags = split_command(argv)
+    if not command:
+        return [Problem("error", "", "no server command given")]
+    shown = " ".join(command)
+    try:
+        code, out = run_help(command, timeout_s=timeout_s)
+    except (FileNotFoundError, PermissionError) as exc:
+        return [Problem("error", "", f"cannot run the server command {command[0]!r}: {exc.strerror}",
+                        "is SGLang installed in this environment?")]
+    options = parse_help(out) if code == 0 else {}
+    if code is None:
+        return [Problem("error", "", f"`{shown} --help` did not finish within {timeout_s:g} s")]
+    if not options:
+        last = next((ln.strip() for ln in reversed(out.splitlines()) if ln.strip()), "no output")
+        return [Problem("error", "", f"cannot check flags: `{shown} --help` failed (exit {code}): {last}",
+                        "is SGLang installed in this environment?")]
+    return check_flags(flags, options)
