@@ -209,6 +209,8 @@ async def _stream(
     except httpx.ConnectError as exc:
         res.connect_failed = True
         res.error = f"cannot connect: {exc}" if str(exc) else "cannot connect"
+    except httpx.RemoteProtocolError:
+        res.error = "connection closed by the server mid-response"
     except httpx.TimeoutException as exc:
         res.error = f"timeout: {type(exc).__name__}"
     except httpx.HTTPError as exc:

@@ -266,8 +266,12 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--step-ms", type=float, default=10.0)
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--spec", action="store_true")
+    p.add_argument("--api-key")
     a = p.parse_args(argv)
-    srv = FakeSGLang(prefill_s=a.prefill_ms / 1000, step_s=a.step_ms / 1000, tokens_per_chunk=a.tokens_per_chunk, spec=a.spec)
+    srv = FakeSGLang(
+        prefill_s=a.prefill_ms / 1000, step_s=a.step_ms / 1000, tokens_per_chunk=a.tokens_per_chunk,
+        spec=a.spec, api_key=a.api_key,
+    )
 
     async def serve() -> None:
         await srv.start(port=a.port)

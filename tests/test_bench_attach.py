@@ -1,0 +1,66 @@
+"""`tuiapp attach` end to end, as a user runs it, against a server in another process."""
+
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+KEY = "sk-attach-test-7f3a"
+
+
+@pytest.fixture(scope="module")
+def server_url():
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "tuiapp.bench.testserver", "--port", "0", "--step-ms", "2",
+         "--tokens-per-chunk", "3", "--spec", "--api-key", KEY],
+        stdout=subprocess.PIPE, text=True,
+    )
+    line = proc.stdout.readline()
+    yield line.split()[-1]
+    proc.terminate()
+    proc.wait(5)
+
+
+def attach(*args):
+    return subprocess.run([sys.executable, "-m", "tuiapp", "attach", *args],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_headless_runs_summary_and_no_secret(server_url, tmp_path):
+    summary, record = tmp_path / "s.json", tmp_path / "rec.jsonl"
+    r = attach(server_url, "--api-key", KEY, "--headless", "--runs", "3", "--max-new-tokens", "16",
+               "--summary", str(summary), "--record", str(record), "--telemetry", "off")
+    assert r.returncode == 0, r.stderr
+    run_lines = [ln for ln in r.stdout.splitlines() if re.search(r"\brun\s+#\d", ln)]
+    assert len(run_lines) == 3
+    data = json.loads(summary.read_text())
+    assert set(data) == {"runs", "mean_decode_tok_s", "sd_decode_tok_s", "ci95_decode_tok_s"}
+    assert len(data["runs"]) == 3
+    for run in data["runs"]:
+        assert set(run) == {"decode_tok_s", "output_tok_s", "ttft_s", "itl_s", "accept_length"}
+        assert run["accept_length"] == 16 / 6  # 1 prefill token + 5 verify steps of 3
+        assert run["decode_tok_s"] == pytest.approx(1500, rel=0.2)  # 3 tokens / 2 ms
+    low, high = data["ci95_decode_tok_s"]
+    assert low <= data["mean_decode_tok_s"] <= high
+    for text in (r.stdout, r.stderr, summary.read_text(), record.read_text()):
+        assert KEY not in text
+
+
+def test_unreachable_url_is_one_line_error():
+    r = attach("http://127.0.0.1:1", "--headless", "--runs", "1")
+    assert r.returncode == 1
+    assert r.stderr.strip().count("\n") == 0 and "cannot connect" in r.stderr
+
+
+def test_wrong_key_and_bad_input(server_url, tmp_path):
+    r = attach(server_url, "--api-key", "nope-nope", "--headless", "--runs", "1")
+    assert r.returncode == 1 and "401" in r.stderr and "nope-nope" not in r.stderr + r.stdout
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("{oops\n")
+    r = attach(server_url, "--api-key", KEY, "--headless", "--prompts", str(bad))
+    assert r.returncode == 2 and "bad.jsonl:1: not valid JSON" in r.stderr
+    assert r.stderr.strip().count("\n") == 0
+    r = attach(server_url, "--concurrency", "0", "--headless")
+    assert r.returncode == 2 and "concurrency" in r.stderr

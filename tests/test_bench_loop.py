@@ -1,0 +1,200 @@
+"""The benchmark loop and its client against a small SGLang-format server with exact pacing."""
+
+import asyncio
+
+import pytest
+
+from tuiapp.bench.client import make_client, stream_request
+from tuiapp.bench.loop import BenchLoop
+from tuiapp.bench.settings import BenchSettings, Timeouts
+from tuiapp.bench.testserver import FakeSGLang
+from tuiapp.events import Alert, BenchState, BenchSummary, Note, RequestDone, RunDone
+
+
+@pytest.fixture
+async def server():
+    srv = FakeSGLang(prefill_s=0.01, step_s=0.004, tokens_per_chunk=1)
+    await srv.start()
+    yield srv
+    await srv.stop()
+
+
+def settings(**kw):
+    base = dict(max_new_tokens=25, runs=2, warmup_requests=0, flush_cache=False)
+    base.update(kw)
+    return BenchSettings(**base)
+
+
+async def run_loop(srv, **kw):
+    events = []
+    loop = BenchLoop(events.append, srv.url, settings(**kw))
+    await asyncio.wait_for(loop.run(), 20)
+    return loop, events
+
+
+def of(events, cls):
+    return [e for e in events if isinstance(e, cls)]
+
+
+@pytest.mark.parametrize("api", ["generate", "completions", "chat"])
+async def test_spec_chunks_measured_per_token(server, api):
+    server.tokens_per_chunk, server.spec = 3, True
+    loop, events = await run_loop(server, api=api, max_new_tokens=31, runs=1)
+    (req,) = of(events, RequestDone)
+    assert req.ok and req.completion_tokens == 31
+    # 1 prefill token, then 10 chunks of 3 tokens
+    assert req.chunks == 11 and req.tokens_per_chunk == 3.0
+    assert req.spec_verify_ct == 11 and req.accept_length == 31 / 11
+    assert req.accept_rate == pytest.approx(2 / 3)
+    # ITL is per token, chunk gap per chunk: 3 tokens every 4 ms
+    assert req.itl_s == pytest.approx((req.e2e_s - req.ttft_s) / 30)
+    assert req.decode_tok_s == pytest.approx(30 / (req.e2e_s - req.ttft_s))
+    assert req.decode_tok_s == pytest.approx(750, rel=0.1)
+    assert req.chunk_gap_mean_s == pytest.approx(0.004, rel=0.15)
+    assert req.ttft_s == pytest.approx(0.01, abs=0.008)
+    (run,) = of(events, RunDone)
+    assert run.accept_length == 31 / 11 and run.decode_tok_s == req.decode_tok_s
+    if api != "generate":
+        assert server.last_body["return_spec_tokens_details"] is True
+        assert server.last_body["stream_options"] == {"include_usage": True}
+        assert server.last_body["model"] == "fake-model"  # from /v1/models
+    else:
+        assert server.last_body["sampling_params"] == {"temperature": 0.0, "max_new_tokens": 31, "ignore_eos": True}
+
+
+async def test_runs_and_summary(server):
+    loop, events = await run_loop(server, runs=3, concurrency=2, requests_per_run=4)
+    runs = of(events, RunDone)
+    assert [r.run_index for r in runs] == [0, 1, 2]
+    assert all(r.requests == 4 and r.errors == 0 and r.concurrency == 2 for r in runs)
+    for r in runs:
+        # aggregate = completion tokens / run wall time; 4 requests of 25 tokens
+        assert r.output_tok_s == pytest.approx(100 / r.duration_s)
+    summaries = of(events, BenchSummary)
+    assert [s.runs for s in summaries] == [1, 2, 3]
+    assert summaries[0].sd_decode_tok_s is None and summaries[-1].ci95_decode_tok_s is not None
+    s = loop.summary()
+    assert [x["decode_tok_s"] for x in s["runs"]] == [r.decode_tok_s for r in runs]
+    assert s["mean_decode_tok_s"] == pytest.approx(sum(r.decode_tok_s for r in runs) / 3)
+    low, high = s["ci95_decode_tok_s"]
+    assert low < s["mean_decode_tok_s"] < high
+    assert [e.state for e in of(events, BenchState)] == ["running", "done"]
+
+
+async def test_warmup_not_counted_and_cache_flushed(server):
+    loop, events = await run_loop(server, runs=1, warmup_requests=2, flush_cache=True)
+    assert server.requests == 3 and server.flushes == 1
+    assert len(of(events, RequestDone)) == 1
+    assert of(events, BenchState)[0].state == "warming_up"
+
+
+@pytest.mark.parametrize(
+    ("fault", "expect"),
+    [
+        ("http500", "HTTP 500: internal boom"),
+        ("stream_error", "server error: boom in stream"),
+        ("malformed", "malformed chunk"),
+        ("abort", "aborted"),
+        ("close", "connection closed by the server"),
+        ("stall", "stream stalled"),
+        ("no_first", "no first token"),
+    ],
+)
+@pytest.mark.parametrize("api", ["generate", "chat"])
+async def test_bad_responses_are_failed_requests(server, fault, expect, api):
+    server.faults.extend([fault])
+    t = Timeouts(first_token_s=0.4, stall_s=0.3)
+    loop, events = await run_loop(server, api=api, runs=2, timeouts=t)
+    reqs = of(events, RequestDone)
+    assert len(reqs) == 2 and not reqs[0].ok and reqs[1].ok
+    assert expect in reqs[0].error
+    runs = of(events, RunDone)
+    assert runs[0].errors == 1 and runs[0].decode_tok_s is None and runs[1].errors == 0
+
+
+@pytest.mark.parametrize("api", ["generate", "completions"])
+async def test_nan_finish_is_flagged(server, api):
+    server.faults.extend(["nan", "nan"])
+    loop, events = await run_loop(server, api=api, runs=3)
+    reqs = of(events, RequestDone)
+    assert [r.numerical_fault for r in reqs] == [True, True, False]
+    alerts = of(events, Alert)
+    assert len(alerts) == 2 and {a.alert_kind for a in alerts} == {"numerical"}
+    assert {a.source for a in alerts} == {"bench"} and alerts[0].alert_id == alerts[1].alert_id
+    assert "2 so far" in alerts[1].message
+
+
+async def test_api_key_is_sent_as_bearer(server):
+    server.api_key = "s3cret-key"
+    events = []
+    loop = BenchLoop(events.append, server.url, settings(runs=1, flush_cache=True), api_key="s3cret-key")
+    await asyncio.wait_for(loop.run(), 10)
+    assert of(events, RequestDone)[0].ok and server.flushes == 1
+    events.clear()
+    loop = BenchLoop(events.append, server.url, settings(runs=1), api_key="wrong")
+    await asyncio.wait_for(loop.run(), 10)
+    (req,) = of(events, RequestDone)
+    assert not req.ok and req.error.startswith("HTTP 401")
+    assert not any("s3cret" in e.model_dump_json() or "wrong" in e.model_dump_json() for e in events)
+
+
+async def test_vanished_server_pauses_and_resumes():
+    srv = FakeSGLang(prefill_s=0.005, step_s=0.002)
+    port = await srv.start()
+    events = []
+    loop = BenchLoop(events.append, srv.url, settings(runs=4, max_new_tokens=10))
+    task = asyncio.create_task(loop.run())
+    while len(of(events, RunDone)) < 1:
+        await asyncio.sleep(0.005)
+    await srv.stop()
+    while not any(e.state == "waiting_server" for e in of(events, BenchState)):
+        await asyncio.sleep(0.01)
+    assert not task.done()
+    srv2 = FakeSGLang(prefill_s=0.005, step_s=0.002)
+    await srv2.start(port=port)
+    await asyncio.wait_for(task, 15)
+    await srv2.stop()
+    states = [e.state for e in of(events, BenchState)]
+    assert "waiting_server" in states and states[-1] == "done"
+    assert len(of(events, RunDone)) == 4
+    # requests in flight when it vanished fail; no request was lost to "cannot connect"
+    assert not any("cannot connect" in (r.error or "") for r in of(events, RequestDone))
+
+
+async def test_pause_resume_restart_stop(server):
+    events = []
+    loop = BenchLoop(events.append, server.url, settings(runs=None, max_new_tokens=5))
+    task = asyncio.create_task(loop.run())
+    while len(of(events, RunDone)) < 2:
+        await asyncio.sleep(0.005)
+    loop.pause()
+    await asyncio.sleep(0.05)
+    n = len(of(events, RequestDone))
+    await asyncio.sleep(0.1)
+    assert len(of(events, RequestDone)) == n  # nothing new starts while paused
+    loop.resume()
+    loop.restart()
+    while not loop.results:
+        await asyncio.sleep(0.005)
+    assert loop.results[0].run_index == 0  # numbering started again
+    loop.stop()
+    await asyncio.wait_for(task, 5)
+    states = [e.state for e in of(events, BenchState)]
+    assert "paused" in states and states[-1] == "stopped"
+    assert not of(events, Note)
+
+
+async def test_unreachable_client_request_reports_connect_failure():
+    async with make_client(Timeouts(connect_s=1), api_key=None, concurrency=1) as client:
+        res = await stream_request(client, "http://127.0.0.1:1/generate", "generate", b"{}", Timeouts())
+    assert not res.ok and res.connect_failed and res.error.startswith("cannot connect")
+
+
+async def test_non_cumulative_stream_and_jsonl_prompts(server, tmp_path):
+    server.cumulative = False
+    path = tmp_path / "p.jsonl"
+    path.write_text('{"prompt": "hello there", "max_new_tokens": 7}\n\n"plain string"\n')
+    loop, events = await run_loop(server, runs=2, workload=str(path))
+    reqs = of(events, RequestDone)
+    assert [r.completion_tokens for r in reqs] == [7, 25]
+    assert all(r.ok for r in reqs)
