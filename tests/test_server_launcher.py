@@ -164,16 +164,18 @@ async def test_log_file_is_created_private_even_if_it_existed(tmp_path):
     assert b"old run" not in log.read_bytes()
 
 
-async def test_output_is_drained_while_the_event_loop_is_blocked(tmp_path):
+@pytest.mark.parametrize("output_in_loop", [True, False])
+async def test_output_is_drained_while_the_event_loop_is_blocked(tmp_path, output_in_loop):
     # 30,000 lines (~5 MB) is far more than a pipe holds: if the event loop did the
     # reading, the fake server would stall until the loop came back.
     done_file = tmp_path / "flood_done"
     server, _, chunks = make(
-        ["--ready-after", "0", "--flood", "30000", "--flood-done-file", str(done_file)], tmp_path
+        ["--ready-after", "0", "--flood", "30000", "--flood-done-file", str(done_file)], tmp_path,
+        output_in_loop=output_in_loop,
     )
     await server.start()
-    blocked_until = time.time() + 3.0
-    time.sleep(3.0)  # noqa: ASYNC251 - deliberately block the loop, like a slow UI frame
+    blocked_until = time.time() + 2.5
+    time.sleep(2.5)  # noqa: ASYNC251 - deliberately block the loop, like a slow UI frame
     await wait_for(done_file.exists)
     assert float(done_file.read_text()) < blocked_until
     await server.stop(sigint_timeout_s=5)

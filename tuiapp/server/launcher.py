@@ -43,8 +43,11 @@ class ServerProcess:
     """One server process tree we launched. Use from a single asyncio event loop.
 
     ``env`` adds to (and overrides) the inherited environment. ``on_output`` receives the
-    redacted output chunks in order, from the reader thread: it must be thread-safe and
-    quick (``EventBus.publish`` is both).
+    redacted output chunks in order. With ``output_in_loop`` (the default) it is called on
+    the event loop, so a consumer that is not thread-safe (the log watcher, whose ``poll``
+    also runs on the loop) needs no locking; the pipe is drained by a thread either way,
+    so a busy loop delays delivery, never the server. With ``output_in_loop=False`` it is
+    called from the reader thread and must be thread-safe and quick.
     """
 
     def __init__(
@@ -58,6 +61,7 @@ class ServerProcess:
         ready_timeout_s: float = 1800,
         health_url: str | None = None,
         api_key: str | None = None,
+        output_in_loop: bool = True,
     ) -> None:
         if not argv:
             raise LaunchError("no server command given")
@@ -67,6 +71,7 @@ class ServerProcess:
         self._publish = publish
         self._extra_env = dict(env or {})
         self._on_output = on_output
+        self._output_in_loop = output_in_loop
         self._url = (health_url or server_url(self.argv)).rstrip("/")
         self._api_key = api_key if api_key is not None else api_key_from(self.argv)
         self._proc: asyncio.subprocess.Process | None = None
@@ -79,6 +84,7 @@ class ServerProcess:
         self._stopping = False
         self._finished = asyncio.Event()  # exit handled, final state published
         self._tasks: list[asyncio.Task[None]] = []
+        self._loop_output_errors = 0
 
     # ------------------------------------------------------------------ properties
 
@@ -144,11 +150,15 @@ class ServerProcess:
         self._started_at_s = time.monotonic()
         self._tree = ProcessTree(self._proc.pid)
         loop = asyncio.get_running_loop()
+        on_output = self._on_output
+        if on_output is not None and self._output_in_loop:
+            deliver = on_output
+            on_output = lambda data: _call_soon(loop, self._deliver, deliver, data)  # noqa: E731
         self._pump = OutputPump(
             read_fd,
             redactor=redactor,
             log_fd=log_fd,
-            on_output=self._on_output,
+            on_output=on_output,
             on_ready_line=lambda: _call_soon(loop, self._mark_ready, "ready line"),
         )
         self._pump.start()
@@ -323,10 +333,16 @@ class ServerProcess:
         self._state = state
         self._publish(ServerState(state=state, url=self._url, **fields))  # type: ignore[arg-type]
 
+    def _deliver(self, on_output: Callable[[bytes], None], data: bytes) -> None:
+        try:
+            on_output(data)
+        except Exception:  # a broken sink must not break the loop; the log file has it all
+            self._loop_output_errors += 1
+
     @property
     def output_errors(self) -> int:
         """How often ``on_output`` raised (the output kept flowing to the log file)."""
-        return self._pump.output_errors if self._pump is not None else 0
+        return self._loop_output_errors + (self._pump.output_errors if self._pump is not None else 0)
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: object) -> None:

@@ -168,12 +168,12 @@ def check_flags(flags: list[str], options: dict[str, str]) -> list[Problem]:
         if len(candidates) == 1:
             # argparse accepts a unique prefix; harmless unless the user meant an old flag
             # that now silently becomes a different one.
-            if rename is not None:
-                replacement, why = rename
+            if flag in RENAMES:
+                why = RENAMES[flag][1]
                 problems.append(Problem(
                     "warning", flag,
                     f"{flag} is not an option here; argparse reads it as {candidates[0]} ({why})",
-                    replacement,
+                    rename[0] if rename is not None else None,
                 ))
             continue
         if candidates:
