@@ -100,7 +100,7 @@ class ReplaySource:
 
     def _clock_s(self) -> float:
         with self._lock:
-            if not self.playing:
+            if not self.playing or self._loop is None:  # the clock runs only inside run()
                 return self._anchor_pos_s
             return self._anchor_pos_s + (time.monotonic() - self._anchor_mono) * self.speed
 
@@ -209,7 +209,10 @@ class ReplaySource:
                 except asyncio.TimeoutError:
                     pass
         finally:
-            self._loop = None
+            pos = self._clock_s()
+            with self._lock:
+                self._reanchor(min(pos, self.duration_s))
+                self._loop = None
 
     async def _play_due(self, bus: Any) -> float | None:
         """Publish what is due; how long to wait next (None: finished, stop_at_end)."""
