@@ -86,7 +86,9 @@ async def test_readiness_timeout_is_a_failure_and_the_server_can_still_be_stoppe
 
 
 async def test_exit_while_starting_is_a_failed_start_with_its_cause(tmp_path):
-    server, events, _ = make(["--fail-after", "0.1", "--ready-after", "30"], tmp_path)
+    pid_file = tmp_path / "pids"
+    server, events, _ = make(["--fail-after", "0.3", "--ready-after", "30", "--ranks", "2",
+                              "--pid-file", str(pid_file)], tmp_path)
     await server.start()
     assert not await server.wait_ready()
     failed = events[-1]
@@ -95,6 +97,8 @@ async def test_exit_while_starting_is_a_failed_start_with_its_cause(tmp_path):
     assert await server.wait() == 3
     assert await server.stop() == 3  # stopping an exited server is harmless
     assert [e.state for e in events] == ["starting", "failed"]
+    ranks = [pid for role, (pid, _) in recorded_pids(pid_file).items() if role.startswith("rank")]
+    assert len(ranks) == 2 and not any(running(pid) for pid in ranks)  # its ranks did not outlive it
 
 
 async def test_stop_kills_a_server_and_grandchildren_that_ignore_sigint_and_sigterm(tmp_path):

@@ -86,6 +86,13 @@ def main() -> int:
     if args.stubborn:
         kids += [subprocess.Popen([*me, "--role", role, "--stubborn"]) for role in ("helper", "escaped")]
 
+    if args.pid_file:  # wait until every child has recorded itself, so tests can find them all
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            with open(args.pid_file) as f:
+                if len(f.read().splitlines()) >= 1 + len(kids):
+                    break
+            time.sleep(0.02)
     log(f"server_args=ServerArgs(model_path='fake/model', tp_size=2, port={args.port}, api_key={args.api_key!r})")
     if args.echo_secrets:
         log(f"environment HF_TOKEN={os.environ.get('HF_TOKEN')}")
