@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from tuiapp.logwatch.prefix import CPP_LOG_RE
 
 EXC_RE = re.compile(
-    r"((?:[A-Za-z_]\w*\.)*[A-Za-z_]\w*(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning))(?::\s*(.*))?$"
+    r"((?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning))(?::\s*(.*))?$"
 )
 _QUIET_EXC = {"KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.CancelledError",
               "asyncio.exceptions.CancelledError", "GeneratorExit"}
@@ -94,7 +94,7 @@ _RANK_RES = [
     re.compile(r"\bRank (\d+)\]"),
     re.compile(r"^\S+:\d+:\d+ \[(\d+)\] NCCL "),
 ]
-_MAX_MESSAGE = 500
+_MAX_MESSAGE = 1000
 
 
 @dataclass(slots=True)
@@ -178,7 +178,10 @@ def classify(body: list[str]) -> Finding | None:
             return None
         best = (PRIORITY.index("error"), Rule("error", EXC_RE), final)
     _, rule, matched = best
-    message = final if (final is not None and rule.kind not in ("crash", "hang", "kv_pressure")) else matched
+    # The exception Python printed last names the failure; a tool's line (nvcc, c10) or a
+    # logged message is the better human line when no exception line matched.
+    use_final = final is not None and (rule.kind == "error" or EXC_RE.match(matched) is not None)
+    message = final if use_final else matched
     message = message.strip()[:_MAX_MESSAGE]
     ranks: list[int] = []
     for line in body:
@@ -190,6 +193,6 @@ def classify(body: list[str]) -> Finding | None:
                     ranks.append(r)
                 break
     signature = rule.signature or (f"{rule.kind}:{normalise(message)}")
-    if rule.kind == "nccl" and any("collective operation timeout" in c for c in cands):
+    if rule.kind == "nccl" and any("collective operation timeout" in b for b in body):
         signature = "nccl:timeout"
     return Finding(rule.kind, rule.severity, message, signature, ranks, final is not None)

@@ -40,6 +40,12 @@ _STANDALONE_RE = re.compile(
     r"|\S+\.py:\d+: \w*Warning: "  # warnings.warn output
     r"|(?:INFO|WARNING|ERROR|DEBUG):\s{2,}"  # uvicorn without SGLang's formatter
 )
+# Unprefixed lines that begin output of their own (a dying process, the C++ runtime)
+# rather than continue the record before them.
+_RAW_START_RE = re.compile(
+    r"terminate called after throwing|Fatal Python error:|Segmentation fault|Killed\s*$"
+    r"|Process \w+-\d+:$|Exception ignored in|usage: "
+)
 _WARN_RE = re.compile(
     r"(?:WARNING|Warning|WARN)\b|\S+\.py:\d+: \w*Warning: |Setup Custom allreduce failed"
     r"|TorchSymmMemCommunicator: |.*\bis deprecated\b"
@@ -96,7 +102,6 @@ class LogWatcher:
         self._rank_open: dict[int, Record] = {}
         self._pending: list[Record] = []
         self._last_closed: Record | None = None
-        self._log_t: float | None = None
         self._grouper = AlertGrouper(publish, group_window_s)
         self.ready = False
         self.decode_lines = 0
@@ -117,15 +122,13 @@ class LogWatcher:
         wall = time.monotonic() if now_s is None else now_s
         for line in self._lines.flush():
             self._on_line(line, wall)
+        done = list(self._rank_open.values()) + self._pending
         if self._open is not None:
-            self._finish(self._open)
-            self._open = None
-        for rec in list(self._rank_open.values()):
-            self._finish(rec)
+            done.append(self._open)
+        self._open = None
         self._rank_open.clear()
-        for rec in self._pending:
-            self._finish(rec)
-        self._pending.clear()
+        self._pending = []
+        self._finish_in_order(done)
 
     def restart(self) -> None:
         """The file was truncated or rotated: finish what we have, count lines from 1."""
@@ -136,24 +139,25 @@ class LogWatcher:
     def poll(self, now_s: float | None = None) -> None:
         """Finish records that have gone quiet; call every ~20 ms."""
         now = time.monotonic() if now_s is None else now_s
+
+        def quiet(rec: Record) -> bool:
+            idle = now - rec.last_wall
+            return idle >= TB_WAIT_S or (not rec.in_tb and idle >= self.idle_s)
+
+        done: list[Record] = []
         cur = self._open
-        if cur is not None and now - cur.last_wall >= self.idle_s:
-            if not cur.in_tb or now - cur.last_wall >= TB_WAIT_S:
-                self._open = None
-                self._finish(cur)
+        if cur is not None and quiet(cur):
+            self._open = None
+            done.append(cur)
         for rank, rec in list(self._rank_open.items()):
-            if now - rec.last_wall >= self.idle_s and (not rec.in_tb or now - rec.last_wall >= TB_WAIT_S):
+            if quiet(rec):
                 del self._rank_open[rank]
-                self._finish(rec)
+                done.append(rec)
         if self._pending:
-            keep = []
-            for rec in self._pending:
-                quiet = now - rec.last_wall
-                if quiet >= TB_WAIT_S or (not rec.in_tb and quiet >= self.idle_s):
-                    self._finish(rec)
-                else:
-                    keep.append(rec)
-            self._pending = keep
+            done += [rec for rec in self._pending if quiet(rec)]
+            self._pending = [rec for rec in self._pending if not quiet(rec)]
+        if done:
+            self._finish_in_order(done)
 
     def has_open(self) -> bool:
         return bool(self._open or self._rank_open or self._pending)
@@ -224,7 +228,6 @@ class LogWatcher:
             return
         p = parse_sglang_prefix(text)
         if p is not None:
-            self._log_t = p.log_t_s
             msg = text[p.end:]
             self._close_main()
             rec = Record(line.line_no, [text], [msg], p.tp, p.dp, p.ep, p.log_t_s, wall, wall)
@@ -240,7 +243,7 @@ class LogWatcher:
         if _STANDALONE_RE.match(text):
             self._standalone(line, text, wall)
             return
-        target = self._continuation_target(text)
+        target = None if _RAW_START_RE.match(text) else self._continuation_target(text)
         if target is not None:
             target.add(text, text, wall)
             return
@@ -252,7 +255,7 @@ class LogWatcher:
         if (inherit is not None and wall - inherit.last_wall < TB_WAIT_S
                 and not text.startswith(_TB_HEAD) and (text[0].isspace() or EXC_RE.match(text))):
             tp, dp, ep = inherit.tp, inherit.dp, inherit.ep  # a late continuation line
-        rec = Record(line.line_no, [text], [text], tp, dp, ep, self._log_t, wall, wall)
+        rec = Record(line.line_no, [text], [text], tp, dp, ep, None, wall, wall)
         rec.track(text)
         self._open = rec
 
@@ -289,22 +292,35 @@ class LogWatcher:
                 self._pending.append(cur)
             else:
                 self._finish(cur)
-        rec = Record(line.line_no, [text], [content], rank, None, None, self._log_t, wall, wall)
+        rec = Record(line.line_no, [text], [content], rank, None, None, None, wall, wall)
         rec.track(content)
         self._rank_open[rank] = rec
 
     def _close_main(self) -> None:
         cur = self._open
-        if cur is None:
-            return
-        self._open = None
-        if cur.in_tb:
-            self._pending.append(cur)
-        else:
-            self._finish(cur)
+        done: list[Record] = []
+        if self._rank_open:
+            # finished [rankN]: records come before what starts now (so a sigquit line
+            # is seen after the traceback that caused it)
+            for rank, rec in list(self._rank_open.items()):
+                if not rec.in_tb:
+                    del self._rank_open[rank]
+                    done.append(rec)
+        if cur is not None:
+            self._open = None
+            if cur.in_tb:
+                self._pending.append(cur)
+            else:
+                done.append(cur)
+        if done:
+            self._finish_in_order(done)
+
+    def _finish_in_order(self, records: list[Record]) -> None:
+        for rec in sorted(records, key=lambda r: r.line_no):
+            self._finish(rec)
 
     def _standalone(self, line: Line, text: str, wall: float) -> None:
-        rec = Record(line.line_no, [text], [text], None, None, None, self._log_t, wall, wall)
+        rec = Record(line.line_no, [text], [text], None, None, None, None, wall, wall)
         rec.extra["progress"] = line.progress
         self._finish(rec, keep_last=False)
 
