@@ -93,6 +93,12 @@ class DashboardApp(App[int]):
         self._sources = self.run_worker(self.session.run_sources(self._stop), group="sources",
                                         exit_on_error=False)
 
+    def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
+        if event.worker is self._sources and event.worker.is_finished and not self._quitting:
+            code = self.session.exit_code
+            self.notify(f"session finished (exit code {code}); q quits", severity="error" if code else "information",
+                        timeout=30)
+
     # ------------------------------------------------------------------ quitting
 
     def _server_running(self) -> bool:
@@ -114,9 +120,9 @@ class DashboardApp(App[int]):
         if not self._quitting:
             self._quitting = True
             self.notify("stopping…", timeout=30)
-            self.run_worker(self._shutdown(), group="shutdown")
+            self.run_worker(self._stop_and_exit(), group="shutdown")
 
-    async def _shutdown(self) -> None:
+    async def _stop_and_exit(self) -> None:
         """Stop the sources (run_sources then stops a server we launched), drain sinks, exit."""
         self._stop.set()
         await _finished(self._sources)
@@ -169,8 +175,7 @@ class DashboardApp(App[int]):
     def action_errors_only(self) -> None:
         from tuiapp.tui.widgets.log_tail import LogTail
 
-        tail = self.dashboard.query_one(LogTail)
-        tail.errors_only = not tail.errors_only
+        self.dashboard.set_errors_only(not self.dashboard.query_one(LogTail).errors_only)
 
     def action_toggle_panel(self, panel_id: str) -> None:
         self.dashboard.toggle_panel(panel_id)
@@ -234,4 +239,4 @@ def run_app(session: Session, *, theme: str | None = None) -> int:
     """Run the dashboard in this terminal until the user quits; returns the exit code."""
     app = DashboardApp(session, theme=theme)
     app.run()
-    return app.return_code or 0
+    return app.return_code or session.exit_code

@@ -19,6 +19,7 @@ from tuiapp.events import (
     GpuSample,
     LogLine,
     Note,
+    ReplaySeek,
     RequestDone,
     RunDone,
     ServerInfo,
@@ -139,6 +140,13 @@ class DashboardStore:
         handler = getattr(self, f"_on_{type(event).__name__}", None)
         if handler is not None:
             handler(event)
+
+    def _on_ReplaySeek(self, ev: ReplaySeek) -> None:
+        # The replay jumped: forget everything; the state at the new position follows.
+        versions, applied, first_t_s = self.versions, self.applied, self.first_t_s
+        self.__init__()
+        self.versions = {panel: v + 1 for panel, v in versions.items()}
+        self.applied, self.first_t_s, self.now_t_s = applied, first_t_s, ev.t_s
 
     def _on_ServerState(self, ev: ServerState) -> None:
         if self.server_start_t_s is None or ev.state == "starting":

@@ -35,7 +35,6 @@ class DashboardScreen(Screen):
         self.store = store
         self.session = session
         self.events = events
-        self.hidden: set[str] = set()
 
     def compose(self) -> ComposeResult:
         s = self.store
@@ -48,6 +47,7 @@ class DashboardScreen(Screen):
                     yield AcceptancePanel(s, id="acceptance")
                     yield LatencyPanel(s, id="latency")
                 yield GpuTable(s, id="gpus")
+                yield LogTail(s, id="log-wide")  # the log sits here on wide screens (CSS picks one)
             with Vertical(id="right"):
                 yield AlertList(s, id="alerts")
                 yield LedgerTable(s, id="trials")
@@ -61,9 +61,9 @@ class DashboardScreen(Screen):
         self.query_one("#acceptance").border_title = "acceptance"
         self.query_one("#latency").border_title = "latency"
         self.query_one("#gpus").border_title = "GPUs  mem GiB · util · power · temp · PCIe B/s"
+        self.query_one("#log-wide").border_title = "log"
         self.query_one("#alerts").border_title = "alerts (enter: traceback)"
         self.query_one("#trials").border_title = "trials (enter: details)"
-        self.query_one("#trials").display = False
         self.query_one(AlertList).focus()
         self.consume_events()
         self.set_interval(PAINT_INTERVAL_S, self.paint)
@@ -81,26 +81,21 @@ class DashboardScreen(Screen):
     def paint(self, force: bool = False) -> None:
         """Repaint the panels whose data changed since the last paint."""
         with self.app.batch_update():
-            for panel in self.query("#header, #notes, #throughput, #acceptance, #latency, #gpus, #log"):
+            for panel in self.query("#header, #notes, #throughput, #acceptance, #latency, #gpus, LogTail"):
                 panel.paint(force)
             self.query_one(AlertList).paint(force)
-            ledger = self.query_one(LedgerTable)
-            if self.store.trials and "trials" not in self.hidden and not ledger.display:
-                ledger.display = True
-            self.set_class(ledger.display, "-has-trials")
-            ledger.paint(force)
+            self.set_class(bool(self.store.trials), "-has-trials")
+            self.query_one(LedgerTable).paint(force)
             if self.session.replay is not None:
                 self.query_one(TimelineBar).paint(force)
 
     def toggle_panel(self, panel_id: str) -> None:
-        widget = self.query_one(f"#{panel_id}")
-        if panel_id in self.hidden:
-            self.hidden.discard(panel_id)
-            widget.display = panel_id != "trials" or bool(self.store.trials)
-        else:
-            self.hidden.add(panel_id)
-            widget.display = False
-        self.set_class(self.query_one(LedgerTable).display, "-has-trials")
+        """Hide or show a panel; done with a screen class so the layout CSS stays in charge."""
+        self.toggle_class(f"-hide-{panel_id}")
+
+    def set_errors_only(self, errors_only: bool) -> None:
+        for tail in self.query(LogTail):
+            tail.errors_only = errors_only
 
     @on(OptionList.OptionSelected, "#alerts")
     def open_alert(self, event: OptionList.OptionSelected) -> None:

@@ -45,7 +45,8 @@ class AlertList(OptionList):
         if not force and version == self.painted_version and width == self._width:
             return
         self.painted_version, self._width = version, width
-        highlighted = self.highlighted_option.id if self.highlighted_option else None
+        # The cursor follows the newest alert unless the user moved it down the list.
+        highlighted = self.highlighted_option.id if self.highlighted_option and self.highlighted else None
         order = self.store.alert_order
         options = [Option(self._prompt(self.store.alerts[order[i]], width), id=f"alert-{i}")
                    for i in reversed(range(len(order)))]

@@ -50,6 +50,9 @@ class LedgerTable(DataTable):
         if not force and version == self.painted_version:
             return
         self.painted_version = version
+        if any(name not in self.store.trials for name in self._cells):  # a replay seeked back
+            self.clear()
+            self._cells = {}
         for name, row in self.store.trials.items():
             cells = row_cells(row, self.store)
             styled = {key: self._styled(key, value, row) for key, value in cells.items()}

@@ -45,7 +45,7 @@ class ThroughputPanel(_PerfPanel):
             self._line(("now ", "label"), (fmt.num(req.decode_tok_s if req else None), "value"),
                        (" tok/s  run ", "label"), (fmt.num(run.decode_tok_s if run else None), "value"),
                        ("  server ", "label"), (fmt.num(s.server_tok_s[-1] if s.server_tok_s else None), "value")),
-            self._line(("mean ", "label"), (fmt.num(mean, 2), "value"), ("  sd ", "label"),
+            self._line(("mean ", "label"), (fmt.num(mean), "value"), ("  sd ", "label"),
                        (fmt.num(sd, 2), "value"), ("  ci95 ", "label"),
                        (f"{ci95[0]:.1f}–{ci95[1]:.1f}" if ci95 else fmt.NA, "value"),
                        (f"  n={n}", "muted")),

@@ -1,0 +1,191 @@
+"""Pilot tests of the dashboard: alert flow, ledger, log filter, live and replay keys, quitting."""
+
+import asyncio
+from pathlib import Path
+
+from tuiapp.events import Alert, LogLine, ServerState
+from tuiapp.session import Session
+from tuiapp.tui.app import DashboardApp
+from tuiapp.tui.preview import preview_session, read_events
+from tuiapp.tui.screens.details import AlertScreen, ConfirmScreen, TrialScreen
+from tuiapp.tui.widgets.alert_list import AlertList
+from tuiapp.tui.widgets.ledger_table import LedgerTable
+from tuiapp.tui.widgets.log_tail import LogTail
+from tuiapp.tui.widgets.timeline_bar import TimelineBar
+
+EVENTS = Path(__file__).parent / "data" / "tui" / "dashboard.jsonl"
+OOM = next(e for e in read_events(EVENTS) if isinstance(e, Alert) and e.alert_kind == "oom")
+
+
+async def settle(pilot, expected: int) -> None:
+    app = pilot.app
+    for _ in range(200):
+        if app.store.applied >= expected and not len(app.events):
+            break
+        await pilot.pause(0.01)
+    app.dashboard.paint()
+    await pilot.pause()
+
+
+def prompts(app) -> list[str]:
+    alerts = app.dashboard.query_one(AlertList)
+    return [str(alerts.get_option_at_index(i).prompt) for i in range(alerts.option_count)]
+
+
+async def test_failure_appears_in_alerts_and_enter_opens_its_traceback():
+    session = Session(title="pilot", sources=[])
+    app = DashboardApp(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        bus = session.bus
+        bus.publish(ServerState(t_s=OOM.t_s - 60, state="running"))
+        bus.publish(OOM.model_copy(update={"ranks": [3]}))
+        await settle(pilot, 2)
+        assert len(prompts(app)) == 1 and "oom" in prompts(app)[0] and "rank 3 " in prompts(app)[0]
+
+        bus.publish(OOM.model_copy(update={"ranks": [5], "t_s": OOM.t_s + 1}))  # same alert_id: rank joins
+        bus.publish(Alert(t_s=OOM.t_s + 2, alert_kind="assertion", message="AssertionError", ranks=[0, 1],
+                          traceback="Traceback (most recent call last):\nAssertionError", alert_id=99))
+        await settle(pilot, 4)
+        shown = prompts(app)
+        assert len(shown) == 2
+        assert "assertion" in shown[0] and "rank 0,1" in shown[0]  # newest first
+        assert "rank 3,5" in shown[1]
+
+        await pilot.press("down", "enter")  # the OOM, by keyboard only
+        assert isinstance(app.screen, AlertScreen)
+        body = str(app.screen.query_one("#detail-body").render())
+        assert "torch.OutOfMemoryError" in body and "cuda_graph_runner.py" in body and "3,5" in body
+        await pilot.press("escape")
+        assert not isinstance(app.screen, AlertScreen)
+
+
+async def test_ledger_appears_with_trial_events_and_shows_the_selected_diff():
+    expected = len(read_events(EVENTS))
+    app = DashboardApp(preview_session(EVENTS))
+    async with app.run_test(size=(160, 48)) as pilot:
+        ledger = app.dashboard.query_one(LedgerTable)
+        await settle(pilot, expected)
+        assert ledger.display and ledger.row_count == 5
+        row = ledger.get_row("flashinfer-ar-fusion")
+        assert str(row[2]) == "jit_arch" and str(row[5]) == "dead end"
+        ledger.focus()
+        ledger.move_cursor(row=ledger.get_row_index("new-baseline"))
+        await pilot.press("enter")
+        assert isinstance(app.screen, TrialScreen)
+        body = str(app.screen.query_one("#detail-body").render())
+        assert "--cuda-graph-max-bs: [512, 128]" in body and "faster" in body
+
+
+async def test_log_tail_filters_to_errors():
+    expected = len(read_events(EVENTS))
+    app = DashboardApp(preview_session(EVENTS))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot, expected)
+        tail = app.dashboard.query_one(LogTail)
+        assert "Decode batch" in str(tail.render())
+        await pilot.press("e")
+        text = str(tail.render())
+        assert "Decode batch" not in text and "NCCL WARN" in text and "KV cache pool" in text
+        await pilot.press("l")  # the whole log
+        assert type(app.screen).__name__ == "LogScreen"
+
+
+class RecordingControls:
+    owns_server = True
+
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def pause_bench(self) -> None:
+        self.calls.append("pause")
+
+    def resume_bench(self) -> None:
+        self.calls.append("resume")
+
+    def restart_trial(self) -> None:
+        self.calls.append("restart")
+
+    def stop_server(self) -> None:
+        self.calls.append("stop")
+
+
+async def test_quit_asks_while_our_server_runs_then_stops_the_sources_and_the_server():
+    stopped: list[str] = []
+    source_cancelled = asyncio.Event()
+
+    async def source(bus):
+        bus.publish(ServerState(state="running"))
+        try:
+            await asyncio.Event().wait()
+        finally:
+            source_cancelled.set()
+
+    async def on_stop():
+        stopped.append("server")
+
+    controls = RecordingControls()
+    session = Session(title="live", sources=[source], controls=controls, on_stop=on_stop)
+    app = DashboardApp(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, 1)
+        await pilot.press("p", "r")
+        assert isinstance(app.screen, ConfirmScreen)  # restarting a trial asks first
+        await pilot.press("y")
+        await pilot.press("q")
+        assert isinstance(app.screen, ConfirmScreen)
+        await pilot.press("n")
+        assert not isinstance(app.screen, ConfirmScreen) and not stopped
+        await pilot.press("q", "y")
+        for _ in range(100):
+            if not app.is_running:
+                break
+            await pilot.pause(0.02)
+    assert controls.calls == ["pause", "restart"]
+    assert stopped == ["server"] and source_cancelled.is_set()
+    assert app.return_code == 0
+
+
+class RecordingReplay:
+    def __init__(self) -> None:
+        self.playing, self.speed, self.position_s, self.duration_s = True, 1.0, 100.0, 3600.0
+        self.calls: list[tuple] = []
+
+    def play(self) -> None:
+        self.playing = True
+        self.calls.append(("play",))
+
+    def pause(self) -> None:
+        self.playing = False
+        self.calls.append(("pause",))
+
+    def set_speed(self, speed: float) -> None:
+        self.speed = speed
+        self.calls.append(("speed", speed))
+
+    def seek(self, position_s: float) -> None:
+        self.position_s = position_s
+        self.calls.append(("seek", position_s))
+
+    def step(self) -> None:
+        self.calls.append(("step",))
+
+    def next_alert(self) -> None:
+        self.calls.append(("next_alert",))
+
+
+async def test_replay_keys_drive_the_replay_controls_and_the_timeline_follows():
+    replay = RecordingReplay()
+    session = Session(title="replay", sources=[], replay=replay)
+    app = DashboardApp(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        session.bus.publish(LogLine(t_s=1.0, line_no=1, text="x"))
+        await settle(pilot, 1)
+        await pilot.press("plus", "plus", "minus", "right", "space", "right", "left", "n")
+        assert replay.calls == [("speed", 2.0), ("speed", 4.0), ("speed", 2.0), ("seek", 110.0), ("pause",),
+                                ("step",), ("seek", 100.0), ("next_alert",)]
+        app.dashboard.paint()
+        timeline = str(app.dashboard.query_one(TimelineBar).render())
+        assert "x2" in timeline and "0:01:40 / 1:00:00" in timeline and "pause" in timeline
+        for _ in range(8):
+            await pilot.press("plus")
+        assert replay.speed == 64.0

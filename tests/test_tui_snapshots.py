@@ -1,0 +1,34 @@
+"""SVG snapshots of the dashboard at 80x24 and 160x48 in every theme, fed from a fixed event list.
+
+Regenerate after a deliberate UI change: pytest tests/test_tui_snapshots.py --snapshot-update
+"""
+
+from pathlib import Path
+
+import pytest
+
+from tuiapp.tui.app import DashboardApp
+from tuiapp.tui.preview import preview_session, read_events
+from tuiapp.tui.theme_files import load_themes
+
+EVENTS = Path(__file__).parent / "data" / "tui" / "dashboard.jsonl"
+EXPECTED = len(read_events(EVENTS))
+THEMES = [t.name for t in load_themes()]
+
+
+async def settle(pilot) -> None:
+    app = pilot.app
+    for _ in range(500):
+        if app.store.applied >= EXPECTED and not len(app.events):
+            break
+        await pilot.pause(0.01)
+    assert app.store.applied == EXPECTED
+    app.dashboard.paint()
+    await pilot.pause()
+
+
+@pytest.mark.parametrize("size", [(80, 24), (160, 48)], ids=["80x24", "160x48"])
+@pytest.mark.parametrize("theme", THEMES)
+def test_dashboard(snap_compare, theme, size):
+    app = DashboardApp(preview_session(EVENTS), theme=theme)
+    assert snap_compare(app, terminal_size=size, run_before=settle)

@@ -1,0 +1,92 @@
+"""The dashboard's latest-value store and text formatting (no Textual involved)."""
+
+from pathlib import Path
+
+from tuiapp.events import (
+    Alert,
+    BenchSummary,
+    GpuSample,
+    LogLine,
+    ReplaySeek,
+    RunDone,
+    ServerState,
+    TrialResult,
+    TrialState,
+)
+from tuiapp.tui import fmt
+from tuiapp.tui.preview import read_events
+from tuiapp.tui.store import DashboardStore
+
+EVENTS = Path(__file__).parent / "data" / "tui" / "dashboard.jsonl"
+
+
+def test_alert_with_same_id_replaces_the_earlier_one_and_ranks_grow():
+    store = DashboardStore()
+    store.apply(Alert(t_s=10, alert_kind="oom", message="CUDA out of memory", ranks=[3], alert_id=4))
+    store.apply(Alert(t_s=11, alert_kind="assertion", message="AssertionError", ranks=[0], alert_id=5))
+    store.apply(Alert(t_s=12, alert_kind="oom", message="CUDA out of memory", ranks=[5], alert_id=4))
+    alerts = store.alerts_newest_first
+    assert [a.alert_kind for a in alerts] == ["assertion", "oom"]
+    assert alerts[1].ranks == [3, 5]
+
+
+def test_uptime_and_relative_times_come_from_event_time_not_the_clock():
+    store = DashboardStore()
+    store.apply(LogLine(t_s=1000.0, line_no=1, text="starting"))
+    store.apply(ServerState(t_s=1005.0, state="starting"))
+    store.apply(GpuSample(t_s=1095.5, index=0))
+    assert store.uptime_s == 90.5
+    assert store.rel_s(1095.5) == 95.5
+    store.apply(ServerState(t_s=1100.0, state="failed", message="exit 1"))
+    store.apply(GpuSample(t_s=1200.0, index=0))
+    assert store.uptime_s == 95.0  # frozen at the failure
+
+
+def test_run_stats_prefer_the_summary_and_reset_per_trial():
+    store = DashboardStore()
+    for i, v in enumerate([82.0, 82.2, 81.9]):
+        store.apply(RunDone(t_s=i, run_index=i, requests=5, duration_s=5, decode_tok_s=v, output_tok_s=v, trial="a"))
+    mean, sd, ci95, n = store.run_stats()
+    assert n == 3 and abs(mean - 82.0333) < 1e-3 and sd is not None and ci95 is None
+    store.apply(RunDone(t_s=9, run_index=0, requests=5, duration_s=5, decode_tok_s=89.5, output_tok_s=89, trial="b"))
+    assert store.run_stats()[0] == 89.5 and store.run_stats()[3] == 1
+    store.apply(BenchSummary(t_s=10, runs=1, mean_decode_tok_s=89.5, sd_decode_tok_s=None,
+                             ci95_decode_tok_s=(88.0, 91.0), trial="b"))
+    assert store.run_stats()[2] == (88.0, 91.0)
+
+
+def test_versions_move_only_for_the_panels_an_event_touches():
+    store = DashboardStore()
+    store.apply(GpuSample(t_s=1, index=0))
+    before = dict(store.versions)
+    store.apply(GpuSample(t_s=1, index=1))  # same time: the header (uptime) does not move
+    changed = {k for k in before if store.versions[k] != before[k]}
+    assert changed == {"gpus"}
+
+
+def test_trial_events_fill_the_ledger_and_alerts_attach_to_the_running_trial():
+    store = DashboardStore()
+    store.apply(TrialState(t_s=1, name="eagle3", index=2, total=8, phase="running"))
+    store.apply(Alert(t_s=2, alert_kind="nccl", message="NCCL error", alert_id=1))
+    store.apply(TrialResult(t_s=3, name="eagle3", status="nccl", row={"verdict": "dead end"}))
+    row = store.trials["eagle3"]
+    assert row.result.status == "nccl" and len(row.alert_keys) == 1
+
+
+def test_replay_seek_clears_what_is_shown():
+    store = DashboardStore()
+    for event in read_events(EVENTS):
+        store.apply(event)
+    assert store.gpus and store.alerts and store.trials
+    store.apply(ReplaySeek(t_s=store.first_t_s + 5, position_s=5))
+    assert not store.gpus and not store.alerts and not store.trials and not store.log
+    assert store.rel_s(store.now_t_s) == 5
+
+
+def test_formatting_shows_none_as_na_never_zero():
+    assert fmt.num(None) == "n/a" and fmt.ms(None) == "n/a" and fmt.rate(None) == "n/a"
+    assert fmt.rate(3.2e9) == "3.2G" and fmt.rate(850e6) == "850M" and fmt.ms(0.0112) == "11.2 ms"
+    assert fmt.clock(3725) == "1:02:05"
+    assert fmt.spark([0, None, 8], 5, floor=0, ceiling=8) == "  ▁ █"
+    assert fmt.spark_rows([0, 4, 8], 3, 2, floor=0, ceiling=8) == ["  █", "▁██"]
+    assert fmt.bar(0.5, 10) == ("█" * 5, "░" * 5) and fmt.bar(None, 3) == ("", "···")
