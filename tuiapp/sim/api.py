@@ -1,0 +1,431 @@
+"""SGLang's HTTP API as the simulator serves it (shapes from docs/sglang-interface.md s.1-2).
+
+Routes: /generate, /v1/completions, /v1/chat/completions, /v1/models, /health,
+/health_generate, /ready, /model_info, /get_model_info, /server_info, /get_server_info,
+/flush_cache, /metrics (with --enable-metrics) and the simulator's own /sim/gpus.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+import time
+import uuid
+
+import orjson
+
+from tuiapp.sim import textgen
+from tuiapp.sim.engine import SimRequest
+from tuiapp.sim.http import Connection, Request, phrase
+from tuiapp.sim.metrics import render_metrics
+
+SAMPLING_KEYS = (
+    "max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p", "top_k",
+    "min_p", "frequency_penalty", "presence_penalty", "repetition_penalty", "min_new_tokens", "n",
+    "json_schema", "regex", "ebnf", "structural_tag", "ignore_eos", "skip_special_tokens",
+    "spaces_between_special_tokens", "no_stop_trim", "stream_interval", "logit_bias",
+    "sampling_seed", "custom_params", "beam_width", "watermark", "choice",
+)
+AUTH_EXEMPT = ("/health", "/ready", "/metrics", "/sim/")
+SSE_DONE = b"data: [DONE]\n\n"
+
+
+class BadRequest(Exception):
+    pass
+
+
+def _sse(obj) -> bytes:
+    return b"data: " + orjson.dumps(obj) + b"\n\n"
+
+
+def _oai_finish(fr: dict | None) -> tuple[str | None, object]:
+    if fr is None:
+        return None, None
+    if fr["type"] == "length":
+        return "length", None
+    if fr["type"] == "abort":
+        return "abort", None
+    return "stop", fr.get("matched")
+
+
+class Api:
+    def __init__(self, sim):
+        self.sim = sim  # tuiapp.sim.server.SimServer
+        self.salt = 0
+
+    # ------------------------------------------------------------ dispatch
+    async def handle(self, req: Request, conn: Connection) -> None:
+        sim = self.sim
+        path = req.path
+        if path == "/sim/gpus":
+            conn.respond(200, orjson.dumps(sim.farm.snapshot()))
+            return
+        if not sim.http_up:
+            self.reply(conn, req, 503, {"detail": "Server is starting"})
+            return
+        if not self._authorized(req):
+            self.reply(conn, req, 401, {"error": "Unauthorized"})
+            return
+        route = ROUTES.get(path)
+        if route is None or (path == "/metrics" and not sim.ns.enable_metrics):
+            self.reply(conn, req, 404, {"detail": "Not Found"})
+            return
+        methods, name = route
+        if req.method not in methods:
+            self.reply(conn, req, 405, {"detail": "Method Not Allowed"})
+            return
+        try:
+            await getattr(self, name)(req, conn)
+        except BadRequest as exc:
+            self.reply(conn, req, 400, {"error": {"message": str(exc)}})
+
+    def _authorized(self, req: Request) -> bool:
+        ns = self.sim.ns
+        key = ns.api_key
+        if req.path == "/flush_cache" and ns.admin_api_key:
+            key = ns.admin_api_key
+        if not key or req.path.startswith(AUTH_EXEMPT):
+            return True
+        scheme, _, token = req.headers.get("authorization", "").partition(" ")
+        return scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), key.encode())
+
+    def reply(self, conn: Connection, req: Request, status: int, body, ctype="application/json") -> None:
+        data = body if isinstance(body, bytes) else (body.encode() if isinstance(body, str) else orjson.dumps(body))
+        self.sim.log.access(req.client, req.method, req.target, status, phrase(status))
+        conn.respond(status, data, ctype)
+
+    def _json(self, req: Request) -> dict:
+        try:
+            body = orjson.loads(req.body or b"{}")
+        except orjson.JSONDecodeError as exc:
+            raise BadRequest(f"Invalid JSON body: {exc}") from None
+        if not isinstance(body, dict):
+            raise BadRequest("JSON object expected")
+        return body
+
+    # ------------------------------------------------------------ health / info
+    async def health(self, req, conn):
+        sim = self.sim
+        if not sim.ready:
+            self.reply(conn, req, 503, b"", "text/plain")
+            return
+        if sim.scheduler.hung:
+            timeout_s = sim.health_timeout_s / sim.speed
+            await asyncio.sleep(timeout_s)
+            sim.log.emit(
+                f"Health check failed. Server couldn't get a response from detokenizer for last "
+                f"{int(sim.health_timeout_s)} seconds. tic start time: {time.time() - timeout_s:.3f}. "
+                f"last_heartbeat time: {sim.last_heartbeat_t:.3f}")
+            self.reply(conn, req, 503, b"", "text/plain")
+            return
+        sim.last_heartbeat_t = time.time()
+        self.reply(conn, req, 200, b"", "text/plain")
+
+    async def ready(self, req, conn):
+        ok = self.sim.ready and not self.sim.scheduler.hung
+        self.reply(conn, req, 200 if ok else 503, b"", "text/plain")
+
+    async def model_info(self, req, conn):
+        sim = self.sim
+        if req.path == "/get_model_info":
+            sim.log.emit("Endpoint '/get_model_info' is deprecated and will be removed in a future version. Please use '/model_info' instead.")
+        self.reply(conn, req, 200, sim.model_info())
+
+    async def server_info(self, req, conn):
+        sim = self.sim
+        if req.path == "/get_server_info":
+            sim.log.emit("Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.")
+        self.reply(conn, req, 200, sim.server_info())
+
+    async def flush_cache(self, req, conn):
+        ok = self.sim.scheduler.flush()
+        self.reply(
+            conn, req, 200 if ok else 400,
+            "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
+            "waiting requests, the operation will not be performed.)\n", "text/plain; charset=utf-8")
+
+    async def metrics(self, req, conn):
+        self.reply(conn, req, 200, render_metrics(self.sim), "text/plain; version=0.0.4; charset=utf-8")
+
+    async def models(self, req, conn):
+        sim = self.sim
+        self.reply(conn, req, 200, {"object": "list", "data": [{
+            "id": sim.served_model_name, "object": "model", "created": int(sim.start_wall_s),
+            "owned_by": "sglang", "root": sim.ns.model_path, "parent": None,
+            "max_model_len": sim.context_len}]})
+
+    # ------------------------------------------------------------ request plumbing
+    def _new_request(self, prompt_ids, max_new, ignore_eos, stops, temperature, sink, streaming, rid=None):
+        salt = 0
+        if temperature and temperature > 0:
+            self.salt += 1
+            salt = self.salt
+        rid = rid or uuid.uuid4().hex
+        return SimRequest(rid, prompt_ids, max_new, ignore_eos, stops or [], salt, sink, streaming)
+
+    def _meta(self, r: SimRequest, first: bool) -> dict:
+        m = {
+            "id": r.rid, "finish_reason": r.finish_reason, "prompt_tokens": r.prompt_tokens,
+            "weight_version": self.sim.ns.weight_version, "num_retractions": r.retractions,
+            "reasoning_tokens": 0, "completion_tokens": r.completion_tokens,
+            "cached_tokens": r.cached_tokens,
+        }
+        if first:
+            m["response_sent_to_client_ts"] = time.time()
+        if r.finish_reason is not None:
+            m["e2e_latency"] = r.t_done - r.t_arrive
+            m.update(self._spec_meta(r))
+        return m
+
+    def _spec_meta(self, r: SimRequest) -> dict:
+        if not self.sim.plan.spec or r.spec_verify_ct <= 0:
+            return {}
+        return {
+            "spec_accept_rate": r.correct_drafts / r.proposed_drafts if r.proposed_drafts else 0.0,
+            "spec_accept_length": r.completion_tokens / r.spec_verify_ct,
+            "spec_num_correct_drafts": r.correct_drafts,
+            "spec_num_proposed_drafts": r.proposed_drafts,
+            "spec_verify_ct": r.spec_verify_ct,
+        }
+
+    def _spec_details(self, r: SimRequest) -> dict:
+        d = self._spec_meta(r)
+        if not d:
+            return {}
+        steps = self.sim.plan.spec_num_steps
+        return {
+            "spec_accept_rate": d["spec_accept_rate"], "spec_accept_length": d["spec_accept_length"],
+            "spec_cap_length": float(steps + 1), "spec_block_accept_length": d["spec_accept_length"],
+            "spec_num_correct_drafts": d["spec_num_correct_drafts"],
+            "spec_num_proposed_drafts": d["spec_num_proposed_drafts"], "spec_verify_ct": d["spec_verify_ct"],
+            "spec_correct_drafts_histogram": None, "spec_cap_lens_histogram": None,
+        }
+
+    def _watch(self, conn: Connection, reqs: list[SimRequest], done: asyncio.Future) -> None:
+        def lost():
+            for r in reqs:
+                self.sim.scheduler.abort(r)
+            if not done.done():
+                done.set_result(None)
+        conn.on_close.append(lost)
+
+    def _check_ready(self) -> None:
+        if not self.sim.ready and not self.sim.warming_up:
+            raise BadRequest("Server is not ready")
+
+    async def _run(self, reqs, done: asyncio.Future) -> None:
+        for r in reqs:
+            self.sim.scheduler.submit(r)
+        await done
+
+    # ------------------------------------------------------------ /generate
+    async def generate(self, req, conn):
+        self._check_ready()
+        body = self._json(req)
+        sp_list = body.get("sampling_params") or {}
+        texts = body.get("text")
+        ids = body.get("input_ids")
+        if texts is None and ids is None:
+            raise BadRequest("Either text, input_ids or input_embeds should be provided.")
+        if ids is not None:
+            prompts = ids if ids and isinstance(ids[0], list) else [ids]
+        else:
+            prompts = [textgen.token_ids(t) for t in (texts if isinstance(texts, list) else [texts])]
+        batch = isinstance(texts, list) or (ids is not None and bool(ids) and isinstance(ids[0], list))
+        sps = sp_list if isinstance(sp_list, list) else [sp_list] * len(prompts)
+        for sp in sps:
+            if not isinstance(sp, dict):
+                raise BadRequest("sampling_params must be an object")
+            for k in sp:
+                if k not in SAMPLING_KEYS:
+                    self.reply(conn, req, 400, {"error": f"unknown field `{k}`, expected one of " + ", ".join(f"`{x}`" for x in SAMPLING_KEYS)})
+                    return
+        stream = bool(body.get("stream", False))
+        incremental = self.sim.ns.incremental_streaming_output
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        left = [len(prompts)]
+        results: list[dict | None] = [None] * len(prompts)
+        rid0 = body.get("rid")
+
+        def make_sink(index: int):
+            sent = [0, 0, True]  # text chars, ids, first chunk
+
+            def sink(r: SimRequest):
+                if stream:
+                    if incremental:
+                        text, out_ids = r.text[sent[0]:], r.output_ids[sent[1]:]
+                        sent[0], sent[1] = len(r.text), len(r.output_ids)
+                    else:
+                        text, out_ids = r.text, r.output_ids
+                    chunk = {"text": text, "output_ids": out_ids, "meta_info": self._meta(r, sent[2])}
+                    if batch:
+                        chunk["index"] = index
+                    sent[2] = False
+                    conn.send(_sse(chunk))
+                if r.finish_reason is not None:
+                    if not stream:
+                        results[index] = {"text": r.text, "output_ids": list(r.output_ids), "meta_info": self._meta(r, True)}
+                    left[0] -= 1
+                    if left[0] == 0 and not done.done():
+                        done.set_result(None)
+            return sink
+
+        reqs = []
+        for i, (p, sp) in enumerate(zip(prompts, sps, strict=False)):
+            rid = rid0[i] if isinstance(rid0, list) else (rid0 if rid0 and len(prompts) == 1 else None)
+            reqs.append(self._new_request(
+                list(p), int(sp.get("max_new_tokens", 128)), bool(sp.get("ignore_eos", False)),
+                _as_list(sp.get("stop")), float(sp.get("temperature", 1.0) or 0.0), make_sink(i), stream, rid))
+        self._watch(conn, reqs, done)
+        if stream:
+            self.sim.log.access(req.client, req.method, req.target, 200, "OK")
+            conn.start_stream()
+            await self._run(reqs, done)
+            conn.send(SSE_DONE)
+            conn.end_stream()
+            return
+        await self._run(reqs, done)
+        self.reply(conn, req, 200, results if batch else results[0])
+
+    # ------------------------------------------------------------ OpenAI
+    async def completions(self, req, conn):
+        await self._openai(req, conn, chat=False)
+
+    async def chat(self, req, conn):
+        await self._openai(req, conn, chat=True)
+
+    async def _openai(self, req, conn, chat: bool):
+        if not req.headers.get("content-type", "").startswith("application/json"):
+            self.reply(conn, req, 400, {"object": "error", "message": "Unsupported Media Type: Only 'application/json' is allowed", "type": "BadRequestError", "param": None, "code": 400})
+            return
+        self._check_ready()
+        body = self._json(req)
+        sim = self.sim
+        if chat:
+            msgs = body.get("messages")
+            if not isinstance(msgs, list) or not msgs:
+                raise BadRequest("messages must be a non-empty list")
+            prompt = "".join(f"<|im_{m.get('role', 'user')}|>{m.get('role', 'user')}<|im_middle|>{_content(m.get('content'))}<|im_end|>" for m in msgs if isinstance(m, dict))
+            prompt_ids = textgen.token_ids(prompt + "<|im_assistant|>assistant<|im_middle|>")
+            max_new = body.get("max_completion_tokens") or body.get("max_tokens")
+            max_new = int(max_new) if max_new else sim.context_len - len(prompt_ids)
+        else:
+            prompt = body.get("prompt")
+            if prompt is None:
+                raise BadRequest("prompt is required")
+            if isinstance(prompt, list) and prompt and isinstance(prompt[0], int):
+                prompt_ids = list(prompt)
+            else:
+                prompt_ids = textgen.token_ids(prompt[0] if isinstance(prompt, list) else str(prompt))
+            max_new = int(body.get("max_tokens") if body.get("max_tokens") is not None else 16)
+        stream = bool(body.get("stream", False))
+        opts = body.get("stream_options") or {}
+        include_usage = bool(opts.get("include_usage")) or sim.ns.stream_response_default_include_usage
+        continuous_usage = bool(opts.get("continuous_usage_stats"))
+        want_spec = bool(body.get("return_spec_tokens_details"))
+        created = int(time.time())
+        model = body.get("model") or sim.served_model_name
+        obj = "chat.completion.chunk" if chat else "text_completion"
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        state = {"sent": 0, "first": True}
+
+        def usage(r: SimRequest) -> dict:
+            u = {"prompt_tokens": r.prompt_tokens, "total_tokens": r.prompt_tokens + r.completion_tokens,
+                 "completion_tokens": r.completion_tokens, "prompt_tokens_details": None, "reasoning_tokens": 0}
+            if sim.ns.enable_cache_report:
+                u["prompt_tokens_details"] = {"cached_tokens": r.cached_tokens}
+            return u
+
+        def chunk(choices, r, with_usage=False, extra=None):
+            c = {"id": r.rid, "object": obj, "created": created, "model": model, "choices": choices,
+                 "usage": usage(r) if with_usage else None}
+            if extra:
+                c.update(extra)
+            return _sse(c)
+
+        def sink(r: SimRequest):
+            if not stream:
+                if r.finish_reason is not None and not done.done():
+                    done.set_result(None)
+                return
+            delta = r.text[state["sent"]:]
+            state["sent"] = len(r.text)
+            fin, matched = _oai_finish(r.finish_reason)
+            out = []
+            if chat:
+                if state["first"]:
+                    out.append(chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None, "matched_stop": None}], r, continuous_usage))
+                if delta:
+                    out.append(chunk([{"index": 0, "delta": {"content": delta}, "logprobs": None, "finish_reason": None, "matched_stop": None}], r, continuous_usage))
+                if fin:
+                    out.append(chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": fin, "matched_stop": matched}], r, continuous_usage))
+            elif delta or fin:
+                out.append(chunk([{"index": 0, "text": delta, "logprobs": None, "finish_reason": fin, "matched_stop": matched}], r, continuous_usage))
+            state["first"] = False
+            if fin:
+                if want_spec and self._spec_details(r):
+                    out.append(chunk([], r, False, {"sglext": {"spec_tokens_details": self._spec_details(r)}}))
+                if include_usage:
+                    out.append(chunk([], r, True))
+            if out:
+                conn.send(b"".join(out))
+            if fin and not done.done():
+                done.set_result(None)
+
+        temperature = body.get("temperature")
+        r = self._new_request(prompt_ids, max_new, bool(body.get("ignore_eos", False)), _as_list(body.get("stop")),
+                              float(1.0 if temperature is None else temperature), sink, stream, body.get("rid"))
+        self._watch(conn, [r], done)
+        if stream:
+            sim.log.access(req.client, req.method, req.target, 200, "OK")
+            conn.start_stream()
+            await self._run([r], done)
+            conn.send(SSE_DONE)
+            conn.end_stream()
+            return
+        await self._run([r], done)
+        fin, matched = _oai_finish(r.finish_reason)
+        if chat:
+            choice = {"index": 0, "message": {"role": "assistant", "content": r.text, "reasoning_content": None, "tool_calls": None},
+                      "logprobs": None, "finish_reason": fin, "matched_stop": matched}
+        else:
+            choice = {"index": 0, "text": r.text, "logprobs": None, "finish_reason": fin, "matched_stop": matched}
+        resp = {"id": r.rid, "object": "chat.completion" if chat else "text_completion", "created": created,
+                "model": model, "choices": [choice], "usage": usage(r), "metadata": None}
+        if want_spec and self._spec_details(r):
+            resp["sglext"] = {"spec_tokens_details": self._spec_details(r)}
+        self.reply(conn, req, 200, resp)
+
+
+def _as_list(v) -> list[str]:
+    if v is None:
+        return []
+    return [v] if isinstance(v, str) else [s for s in v if isinstance(s, str)]
+
+
+def _content(c) -> str:
+    if isinstance(c, str):
+        return c
+    if isinstance(c, list):
+        return "".join(p.get("text", "") for p in c if isinstance(p, dict))
+    return ""
+
+
+_GET = ("GET",)
+ROUTES = {
+    "/generate": (("POST", "PUT"), "generate"),
+    "/v1/completions": (("POST",), "completions"),
+    "/v1/chat/completions": (("POST",), "chat"),
+    "/v1/models": (_GET, "models"),
+    "/health": (_GET, "health"),
+    "/health_generate": (_GET, "health"),
+    "/ready": (_GET, "ready"),
+    "/model_info": (_GET, "model_info"),
+    "/get_model_info": (_GET, "model_info"),
+    "/server_info": (_GET, "server_info"),
+    "/get_server_info": (_GET, "server_info"),
+    "/flush_cache": (("GET", "POST"), "flush_cache"),
+    "/metrics": (_GET, "metrics"),
+}

@@ -1,0 +1,423 @@
+"""The simulated scheduler: prefill and decode steps paced against absolute deadlines.
+
+One asyncio task runs the loop. Each step's deadline is the previous deadline plus the
+modelled step time (never "now + step"), so wake-up lateness never accumulates: over a
+request, (completion_tokens - 1) / (e2e - ttft) equals the modelled rate to within one
+timer wake-up jitter. Requests arriving while a batch decodes are prefilled before the
+next decode step (their prefill delays the running ones, as in SGLang without overlap);
+a batch of B requests shares each step (step time grows mildly with B, see model.py).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections import deque
+from collections.abc import Callable
+
+from tuiapp.sim import textgen
+from tuiapp.sim.model import Plan
+
+TTFT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
+E2E_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+ITL_BUCKETS = (0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0)
+
+
+class AcceptSampler:
+    """Accept length per verify step: 1 + leading accepted drafts (each with prob p).
+
+    Stratified in blocks: each block of ``block`` draws takes one value from each of
+    ``block`` equal-probability strata, in shuffled order, so even a short request's
+    mean accept length sits on the model's expectation while each step still varies.
+    """
+
+    def __init__(self, seed: int, p: float, steps: int, block: int = 16):
+        self.rng = random.Random(seed)
+        self.block = block
+        probs = [p**j * (1 - p) for j in range(steps)] + [p**steps]
+        acc, self.cdf = 0.0, []
+        for q in probs:
+            acc += q
+            self.cdf.append(acc)
+        self.buf: list[int] = []
+
+    def _inv(self, u: float) -> int:
+        for i, c in enumerate(self.cdf):
+            if u < c:
+                return i + 1
+        return len(self.cdf)
+
+    def draw(self) -> int:
+        if not self.buf:
+            us = [(i + self.rng.random()) / self.block for i in range(self.block)]
+            self.rng.shuffle(us)
+            self.buf = [self._inv(u) for u in us]
+        return self.buf.pop()
+
+
+class SimRequest:
+    __slots__ = (
+        "rid", "prompt_ids", "prompt_tokens", "cached_tokens", "max_new", "ignore_eos", "eos_at",
+        "stops", "walk", "completion_tokens", "output_ids", "text", "pending", "spec_verify_ct",
+        "correct_drafts", "proposed_drafts", "finish_reason", "sink", "t_arrive", "t_first",
+        "t_last", "t_done", "sampler", "retractions", "aborted", "itl_s", "streaming",
+    )
+
+    def __init__(self, rid: str, prompt_ids: list[int], max_new: int, ignore_eos: bool,
+                 stops: list[str], salt: int, sink: Callable, streaming: bool):
+        self.rid = rid
+        self.prompt_ids = prompt_ids
+        self.prompt_tokens = len(prompt_ids)
+        self.cached_tokens = 0
+        self.max_new = max_new
+        self.ignore_eos = ignore_eos
+        self.eos_at = textgen.eos_after(prompt_ids, salt)
+        self.stops = {s.strip() for s in stops if s.strip()}
+        self.walk = textgen.start_state(prompt_ids, salt)
+        self.completion_tokens = 0
+        self.output_ids: list[int] = []
+        self.text = ""
+        self.pending = 0
+        self.spec_verify_ct = 0
+        self.correct_drafts = 0
+        self.proposed_drafts = 0
+        self.finish_reason: dict | None = None
+        self.sink = sink
+        self.t_arrive = time.monotonic()
+        self.t_first = self.t_last = self.t_done = 0.0
+        self.sampler: AcceptSampler | None = None
+        self.retractions = 0
+        self.aborted = False
+        self.itl_s: list[float] = []
+        self.streaming = streaming
+
+
+class Histogram:
+    def __init__(self, buckets):
+        self.buckets = buckets
+        self.counts = [0] * len(buckets)
+        self.total = 0
+        self.sum = 0.0
+
+    def observe(self, v: float) -> None:
+        self.total += 1
+        self.sum += v
+        for i, b in enumerate(self.buckets):
+            if v <= b:
+                self.counts[i] += 1
+
+
+class Scheduler:
+    def __init__(self, plan: Plan, log, rank0, farm, *, seed: int, decode_log_interval: int,
+                 radix_cache: bool, step_s: float | None = None):
+        self.plan = plan
+        self.log = log
+        self.rank0 = rank0
+        self.farm = farm
+        self.seed = seed
+        self.interval = max(decode_log_interval, 1)
+        self.radix_cache = radix_cache
+        self.step_s = step_s if step_s is not None else plan.step_s
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.wake = asyncio.Event()
+        self.hung = False
+        self.n_submitted = 0
+        self.seen_prompts: dict[tuple, None] = {}
+        self.active_gpus = farm.select(range(plan.tp_size * plan.dp_size))
+        self.on_step: list[Callable[[], None]] = []  # fault hooks, called before each decode step
+        self.nan_pending = False
+        self.kv_pressure = False
+        # decode-log window
+        self.win_tokens = 0
+        self.win_steps = 0
+        self.win_accept_tokens = 0
+        self.win_forward_ct = 0
+        self.win_correct = 0
+        self.win_busy_s = 0.0
+        self.seg_t0 = time.monotonic()
+        self.busy = False
+        self.last_gen_throughput = 0.0
+        self.last_accept_len: float | None = None
+        self.last_accept_rate: float | None = None
+        self.last_prefill_t = time.monotonic()
+        self.spec_total_accept_tokens = 0
+        self.spec_total_forward_ct = 0
+        self.num_retracted_reqs = 0
+        # tokenizer-side counters (/metrics)
+        self.prompt_tokens_total = 0
+        self.generation_tokens_total = {"true": 0, "false": 0}
+        self.cached_tokens_total = 0
+        self.num_requests_total = 0
+        self.num_aborted_total = 0
+        self.spec_verify_calls_total = 0
+        self.retracted_total = 0
+        self.h_ttft = Histogram(TTFT_BUCKETS)
+        self.h_e2e = Histogram(E2E_BUCKETS)
+        self.h_itl = Histogram(ITL_BUCKETS)
+        self.cuda_graph_passes_total = 0
+
+    # ------------------------------------------------------------ client side
+    def submit(self, req: SimRequest) -> None:
+        if self.plan.spec:
+            req.sampler = AcceptSampler(self.seed * 1_000_003 + self.n_submitted, self.plan.accept_p, self.plan.spec_num_steps)
+        self.n_submitted += 1
+        self.waiting.append(req)
+        self.wake.set()
+
+    def abort(self, req: SimRequest) -> None:
+        if req.finish_reason is None and not req.aborted:
+            req.aborted = True
+            self.num_aborted_total += 1
+
+    @property
+    def num_running(self) -> int:
+        return len(self.running)
+
+    @property
+    def num_waiting(self) -> int:
+        return len(self.waiting)
+
+    def used_tokens(self) -> int:
+        return sum(r.prompt_tokens + r.completion_tokens for r in self.running)
+
+    def token_usage(self) -> float:
+        return self.used_tokens() / self.plan.kv_tokens if self.plan.kv_tokens else 0.0
+
+    def flush(self) -> bool:
+        if self.running or self.waiting:
+            self.log.emit(
+                f"Cache not flushed because there are pending requests. #queue-req: {len(self.waiting)}, "
+                f"#running-req: {len(self.running)}", self.rank0)
+            return False
+        self.seen_prompts.clear()
+        self.spec_total_accept_tokens = self.spec_total_forward_ct = 0
+        self.log.emit("Cache flushed successfully!", self.rank0)
+        return True
+
+    @property
+    def avg_spec_accept_length(self) -> float | None:
+        if not self.plan.spec or not self.spec_total_forward_ct:
+            return None
+        return self.spec_total_accept_tokens / self.spec_total_forward_ct
+
+    # ------------------------------------------------------------ GPU side effects
+    def _gpu_load(self, kind: str, batch: int = 0) -> None:
+        now = time.monotonic()
+        plan = self.plan
+        if kind == "decode":
+            step = self.step_s_for(batch)
+            bps = plan.pcie_bytes_per_step(batch) / step
+            util, power = (100, 420.0) if plan.custom_ar else ((96, 330.0) if plan.cuda_graph else (80, 285.0))
+        elif kind == "prefill":
+            bps, util, power = 2e8, 100, 380.0
+        else:
+            from tuiapp.sim.model import IDLE_BYTES_PER_S
+
+            bps, util, power = IDLE_BYTES_PER_S, 0, 78.0
+        for g in self.active_gpus:
+            g.set_rates(now, bps, bps)
+            g.set_load(now, util, power, kind != "idle")
+
+    def step_s_for(self, batch: int) -> float:
+        return self.step_s * (self.plan.step_s_for_batch(batch) / self.plan.step_s)
+
+    # ------------------------------------------------------------ the loop
+    async def run(self) -> None:
+        loop = asyncio.get_running_loop()
+        deadline: float | None = None
+        last_batch = -1
+        while True:
+            if self.hung:
+                await asyncio.Future()  # wedged: never steps again
+            self._drop_aborted()
+            if not self.waiting and not self.running:
+                if self.busy:
+                    self.busy = False
+                    self.win_busy_s += time.monotonic() - self.seg_t0
+                    self._gpu_load("idle")
+                    last_batch = -1
+                self.wake.clear()
+                await self.wake.wait()
+                deadline = None
+                continue
+            now = loop.time()
+            if not self.busy:
+                self.busy = True
+                self.seg_t0 = time.monotonic()
+            if deadline is None or deadline < now - 0.05:
+                deadline = now  # fell far behind (or just woke): restart the schedule
+            if self.waiting:
+                batch = list(self.waiting)
+                self.waiting.clear()
+                new_tokens = 0
+                for r in batch:
+                    key = tuple(r.prompt_ids)
+                    if self.radix_cache and key in self.seen_prompts and r.prompt_tokens > 1:
+                        r.cached_tokens = r.prompt_tokens - 1
+                    self.seen_prompts[key] = None
+                    new_tokens += r.prompt_tokens - r.cached_tokens
+                self._gpu_load("prefill")
+                deadline += self.plan.prefill_s(new_tokens)
+                await self._sleep_until(loop, deadline)
+                self._prefill_done(batch, new_tokens)
+                last_batch = -1
+                continue
+            batch_n = len(self.running)
+            if batch_n != last_batch:
+                self._gpu_load("decode", batch_n)
+                last_batch = batch_n
+            for hook in self.on_step:
+                hook()
+            if self.hung:
+                continue
+            group = self.plan.decode_steps
+            for k in range(group):
+                deadline += self.step_s_for(len(self.running))
+                await self._sleep_until(loop, deadline)
+                if self.hung:
+                    break
+                self._decode_step(flush=(k == group - 1))
+                if not self.running:
+                    break
+
+    @staticmethod
+    async def _sleep_until(loop, deadline: float) -> None:
+        delay = deadline - loop.time()
+        if delay > 0:
+            await asyncio.sleep(delay)
+
+    def _drop_aborted(self) -> None:
+        if any(r.aborted for r in self.waiting):
+            self.waiting = deque(r for r in self.waiting if not r.aborted)
+        if any(r.aborted for r in self.running):
+            self.running = [r for r in self.running if not r.aborted]
+
+    # ------------------------------------------------------------ token production
+    def _append(self, req: SimRequest, now: float) -> None:
+        """One output token; sets finish_reason when this token ends the request."""
+        i = req.completion_tokens
+        if not req.ignore_eos and i + 1 >= req.eos_at:
+            req.output_ids.append(textgen.EOS_ID)
+            req.completion_tokens += 1
+            req.finish_reason = {"type": "stop", "matched": textgen.EOS_ID}
+            return
+        piece, tid = textgen.word(req.walk, i)
+        req.output_ids.append(tid)
+        req.completion_tokens += 1
+        if req.stops and piece.strip() in req.stops:
+            req.finish_reason = {"type": "stop", "matched": piece.strip()}
+            return
+        req.text += piece
+        if req.completion_tokens >= req.max_new:
+            req.finish_reason = {"type": "length", "length": req.max_new}
+
+    def _prefill_done(self, batch: list[SimRequest], new_tokens: int) -> None:
+        now = time.monotonic()
+        cached = sum(r.cached_tokens for r in batch)
+        running_before = len(self.running)
+        live = [r for r in batch if not r.aborted]
+        for r in live:
+            r.t_first = r.t_last = now
+            self.prompt_tokens_total += r.prompt_tokens
+            self.cached_tokens_total += r.cached_tokens
+            if r.max_new <= 0:
+                r.finish_reason = {"type": "length", "length": 0}
+            else:
+                self._append(r, now)
+            self.h_ttft.observe(now - r.t_arrive)
+            self._emit(r, now)
+        self.running.extend(r for r in live if r.finish_reason is None)
+        gap = now - self.last_prefill_t
+        self.last_prefill_t = now
+        self.log.emit(
+            f"Prefill batch, #new-seq: {len(batch)}, #new-token: {new_tokens}, #cached-token: {cached}, "
+            f"token usage: {self.token_usage():.2f}, #running-req: {running_before}, "
+            f"#queue-req: {len(self.waiting)}, #pending-token: 0, cuda graph: False, "
+            f"input throughput (token/s): {new_tokens / gap if gap > 0 else 0.0:.2f}", self.rank0)
+
+    def _decode_step(self, flush: bool) -> None:
+        now = time.monotonic()
+        produced = 0
+        correct = 0
+        batch = len(self.running)
+        spec = self.plan.spec
+        nan_victim = self.running[0] if self.nan_pending and self.running else None
+        self.nan_pending = False
+        self.cuda_graph_passes_total += 1 if self.plan.cuda_graph else 0
+        for r in self.running:
+            if r.aborted:
+                continue
+            if r is nan_victim:
+                r.finish_reason = {"type": "stop", "matched": "NaN happened"}
+                self._emit(r, now)
+                continue
+            n = r.sampler.draw() if spec else 1
+            before = r.completion_tokens
+            for _ in range(n):
+                self._append(r, now)
+                if r.finish_reason is not None:
+                    break
+            got = r.completion_tokens - before
+            produced += got
+            if spec:
+                r.spec_verify_ct += 1
+                r.correct_drafts += got - 1
+                r.proposed_drafts += self.plan.spec_draft_tokens - 1
+                correct += got - 1
+            r.pending += got
+            if flush or r.finish_reason is not None:
+                self._emit(r, now)
+        self.running = [r for r in self.running if r.finish_reason is None and not r.aborted]
+        self.win_tokens += produced
+        self.win_steps += 1
+        if spec:
+            self.win_accept_tokens += produced
+            self.win_forward_ct += batch
+            self.win_correct += correct
+        if self.win_steps >= self.interval:
+            self._decode_log(batch)
+
+    def _emit(self, r: SimRequest, now: float) -> None:
+        if r.t_last and r.pending:
+            self.h_itl.observe((now - r.t_last) / r.pending)
+        r.t_last = now
+        r.pending = 0
+        if r.finish_reason is not None:
+            r.t_done = now
+            self.num_requests_total += 1
+            self.generation_tokens_total["true" if r.streaming else "false"] += r.completion_tokens
+            self.spec_verify_calls_total += r.spec_verify_ct
+            self.h_e2e.observe(now - r.t_arrive)
+        r.sink(r)
+
+    def _decode_log(self, batch: int) -> None:
+        now = time.monotonic()
+        elapsed = self.win_busy_s + (now - self.seg_t0)
+        self.last_gen_throughput = self.win_tokens / elapsed if elapsed > 0 else 0.0
+        spec_part = ""
+        if self.plan.spec and self.win_forward_ct:
+            self.last_accept_len = self.win_accept_tokens / self.win_forward_ct
+            self.last_accept_rate = self.win_correct / (self.win_forward_ct * max(self.plan.spec_draft_tokens - 1, 1))
+            self.spec_total_accept_tokens += self.win_accept_tokens
+            self.spec_total_forward_ct += self.win_forward_ct
+            spec_part = f"accept len: {self.last_accept_len:.2f}, accept rate: {self.last_accept_rate:.2f}, "
+        used = self.used_tokens()
+        self.log.emit(
+            f"Decode batch, #running-req: {batch}, #token: {used}, token usage: {self.token_usage():.2f}, "
+            f"{spec_part}cuda graph: {self.plan.cuda_graph}, gen throughput (token/s): "
+            f"{self.last_gen_throughput:.2f}, #queue-req: {len(self.waiting)}", self.rank0)
+        if self.kv_pressure and self.running:
+            victim = self.running[-1]
+            victim.retractions += 1
+            self.num_retracted_reqs = 1
+            self.retracted_total += 1
+            gained = victim.prompt_tokens + victim.completion_tokens
+            self.log.emit(
+                "KV cache pool is full. Retract requests. #retracted_reqs: 1, "
+                f"#new_tokens_gained: {gained}, #new_token_ratio: 0.7000 -> 1.0000", self.rank0)
+        self.win_tokens = self.win_steps = 0
+        self.win_accept_tokens = self.win_forward_ct = self.win_correct = 0
+        self.win_busy_s = 0.0
+        self.seg_t0 = now
