@@ -82,3 +82,20 @@ def test_not_a_recording_is_a_one_line_error(tmp_path: Path, capsys, content, me
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert message in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+SAMPLE = Path(__file__).parent / "data" / "record" / "campaign_2min.jsonl.gz"
+
+
+def test_a_recording_cut_mid_line_reads_up_to_the_cut_with_every_alert(tmp_path: Path) -> None:
+    full = read_recording(SAMPLE)
+    assert full.skipped_lines == 0 and full.header["gpus"] and len(full.alerts()) == 1
+    data = gzip.decompress(SAMPLE.read_bytes())
+    alert_at = data.index(b'"kind":"alert"')
+    cut_at = data.index(b"\n", alert_at) + 40  # a kill -9 just after the alert, mid-line
+    cut = tmp_path / "killed.jsonl"
+    cut.write_bytes(data[:cut_at])
+    rec = read_recording(cut)
+    assert rec.skipped_lines == 1
+    assert rec.events == full.events[: len(rec.events)]
+    assert rec.alerts() == full.alerts()
