@@ -288,30 +288,33 @@ class LogWatcher:
             cur.add(text, content, wall)
             return
         if cur is not None:
-            if cur.in_tb:
-                self._pending.append(cur)
-            else:
-                self._finish(cur)
+            del self._rank_open[rank]
+        self._settle(main=False, also=cur)
         rec = Record(line.line_no, [text], [content], rank, None, None, None, wall, wall)
         rec.track(content)
         self._rank_open[rank] = rec
 
     def _close_main(self) -> None:
-        cur = self._open
-        done: list[Record] = []
+        self._settle(main=True)
+
+    def _settle(self, main: bool, also: Record | None = None) -> None:
+        """A new record starts: finish the open ones before it, in line order, so LogLines
+        come out in order and a sigquit line is seen after the traceback that caused it.
+        A traceback still missing its exception line is left to collect its frames."""
+        done: list[Record] = [also] if also is not None else []
         if self._rank_open:
-            # finished [rankN]: records come before what starts now (so a sigquit line
-            # is seen after the traceback that caused it)
             for rank, rec in list(self._rank_open.items()):
                 if not rec.in_tb:
                     del self._rank_open[rank]
                     done.append(rec)
+        cur = self._open
         if cur is not None:
-            self._open = None
-            if cur.in_tb:
-                self._pending.append(cur)
-            else:
+            if not cur.in_tb:
+                self._open = None
                 done.append(cur)
+            elif main:  # a prefixed line cut it: frames may still follow, unprefixed
+                self._open = None
+                self._pending.append(cur)
         if done:
             self._finish_in_order(done)
 
@@ -320,6 +323,7 @@ class LogWatcher:
             self._finish(rec)
 
     def _standalone(self, line: Line, text: str, wall: float) -> None:
+        self._settle(main=False)
         rec = Record(line.line_no, [text], [text], None, None, None, None, wall, wall)
         rec.extra["progress"] = line.progress
         self._finish(rec, keep_last=False)

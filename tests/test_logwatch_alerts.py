@@ -1,0 +1,200 @@
+"""Failure kinds, ranks, grouping by alert_id, consequences, decoys and alert timing."""
+
+from __future__ import annotations
+
+import pytest
+
+from tuiapp.events import Alert
+from tuiapp.logwatch.watcher import LogWatcher
+
+TS = "2026-01-01 12:00:00"
+
+
+def tb(rank: int | None, final: str, head: str = "Scheduler hit an exception: ") -> str:
+    tag = f" TP{rank}" if rank is not None else ""
+    return (f"[{TS}{tag}] {head}Traceback (most recent call last):\n"
+            '  File "/sglang/srt/managers/scheduler.py", line 6367, in run_scheduler_process\n'
+            "    scheduler.event_loop_overlap()\n"
+            f"{final}\n")
+
+
+def alerts_of(text: str) -> list[Alert]:
+    out: list[Alert] = []
+    w = LogWatcher(lambda e: out.append(e) if isinstance(e, Alert) else None)
+    w.feed(text.encode())
+    w.flush()
+    return out
+
+
+def final_state(alerts: list[Alert]) -> list[Alert]:
+    return list({a.alert_id: a for a in alerts}.values())
+
+
+@pytest.mark.parametrize(("final", "kind"), [
+    ("torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 has a total capacity of 94.97 GiB", "oom"),
+    ("RuntimeError: CUDA error: out of memory", "oom"),
+    ("RuntimeError: Not enough memory. Please try to increase --mem-fraction-static. Current value: mem_fraction_static=0.78", "oom"),
+    ("RuntimeError: Decode out of memory. Try to lower your batch size.", "oom"),
+    ("Exception: Capture cuda graph failed: CUDA error: out of memory", "oom"),
+    ("Exception: Capture prefill CUDA graph failed: something", "oom"),
+    ("AssertionError: bad shape", "assertion"),
+    ("AssertionError", "assertion"),
+    ("KeyError: 12", "keyerror"),
+    ("torch.distributed.DistBackendError: NCCL error in: NCCLUtils.hpp:268, unhandled cuda error", "nccl"),
+    ("RuntimeError: NCCL error: unhandled system error", "nccl"),
+    ("RuntimeError: CUDA error: no kernel image is available for execution on the device", "jit_arch"),
+    ("RuntimeError: FlashInfer JIT: unsupported GPU architecture sm_120a", "jit_arch"),
+    ("ValueError: invalid literal for int() with base 10: 'x'", "error"),
+])
+def test_traceback_kinds(final: str, kind: str) -> None:
+    (a,) = alerts_of(tb(4, final))
+    assert (a.alert_kind, a.ranks, a.first_line, a.severity) == (kind, [4], 1, "error")
+    assert a.message == final
+    assert a.traceback.startswith(f"[{TS} TP4] Scheduler hit an exception")
+
+
+@pytest.mark.parametrize(("line", "kind", "ranks", "severity"), [
+    ("Subprocess scheduler_6 (pid=123) crashed with exit code -9. Triggering SIGQUIT for cleanup...", "crash", [6], "error"),
+    ("Rank 2 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer.", "crash", [2], "error"),
+    ("Received sigquit from a child process. It usually means the child failed.", "crash", [], "error"),
+    ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", "hang", [], "error"),
+    ("KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_tokens_gained: 900, #new_token_ratio: 0.41 -> 0.55", "kv_pressure", [], "warning"),
+    ("Health check failed. Server couldn't get a response from detokenizer for last 20 seconds.", "hang", [], "warning"),
+])
+def test_single_line_signals(line: str, kind: str, ranks: list[int], severity: str) -> None:
+    (a,) = alerts_of(f"[{TS}] {line}\n")
+    assert (a.alert_kind, a.ranks, a.severity, a.message) == (kind, ranks, severity, line)
+
+
+def test_eight_identical_tracebacks_are_one_alert_with_growing_ranks() -> None:
+    final = "AssertionError: hidden_states.shape[0]=8192 > 4096"
+    text = "".join(tb(r, final) + f"[{TS}] INFO:     127.0.0.1:1 - \"POST /generate HTTP/1.1\" 200 OK\n" for r in (3, 0, 7, 1, 2, 6, 5, 4))
+    alerts = alerts_of(text)
+    assert len({a.alert_id for a in alerts}) == 1
+    assert [len(a.ranks) for a in alerts] == list(range(1, 9))  # one update per new rank
+    assert alerts[-1].ranks == list(range(8)) and alerts[-1].first_line == 1
+
+
+def test_group_window_splits_incidents_apart_in_time() -> None:
+    text = tb(0, "KeyError: 12").replace(TS, "2026-01-01 12:00:00") + tb(1, "KeyError: 12").replace(TS, "2026-01-01 12:00:09")
+    alerts = alerts_of(text)
+    assert [(a.ranks, a.first_line) for a in final_state(alerts)] == [([0], 1), ([1], 5)]
+
+
+def test_different_failures_are_different_alerts() -> None:
+    alerts = final_state(alerts_of(tb(0, "AssertionError: a") + tb(1, "torch.OutOfMemoryError: CUDA out of memory.")))
+    assert [(a.alert_kind, a.ranks) for a in alerts] == [("assertion", [0]), ("oom", [1])]
+
+
+def test_consequence_crash_lines_fold_into_the_incident() -> None:
+    text = (tb(3, "AssertionError: x")
+            + f"[{TS}] Received sigquit from a child process. It usually means the child failed.\n"
+            + f"[{TS}] Subprocess scheduler_3 (pid=1) crashed with exit code -6. Triggering SIGQUIT for cleanup...\n"
+            + "Killed\n")
+    assert [(a.alert_kind, a.ranks) for a in final_state(alerts_of(text))] == [("assertion", [3])]
+
+
+def test_crash_lines_alone_are_one_crash_incident() -> None:
+    text = (f"[{TS}] Subprocess scheduler_1 (pid=1) crashed with exit code -9. Triggering SIGQUIT for cleanup...\n"
+            f"[{TS}] Subprocess scheduler_4 (pid=2) crashed with exit code -9. Triggering SIGQUIT for cleanup...\n"
+            f"[{TS}] SIGQUIT received. signum=None, frame=None. It usually means one child failed.\n")
+    alerts = alerts_of(text)
+    assert [(a.alert_kind, a.ranks) for a in final_state(alerts)] == [("crash", [1, 4])]
+    assert alerts[0].message.startswith("Subprocess scheduler_1")
+
+
+def test_prefill_oom_logged_then_raised_is_one_incident() -> None:
+    msg = "Prefill out of memory. Try to lower your batch size.\nTry to allocate 9216 tokens.\nAvailable tokens: 8120"
+    text = f"[{TS} TP0] {msg}\n" + tb(0, "RuntimeError: " + msg)
+    alerts = alerts_of(text)
+    (last,) = final_state(alerts)
+    assert last.alert_kind == "oom" and last.ranks == [0] and last.first_line == 1
+    assert last.message == "RuntimeError: Prefill out of memory. Try to lower your batch size."
+    assert "Traceback" in last.traceback
+
+
+def test_torch_rank_prefixed_interleaved_tracebacks() -> None:
+    lines = ["Traceback (most recent call last):", '  File "a.py", line 1, in f', "    f()",
+             "torch.distributed.DistBackendError: NCCL error in: x.hpp:1, unhandled cuda error"]
+    text = "".join(f"[rank{r}]: {ln}\n" for ln in lines for r in (2, 0, 1))
+    (a,) = final_state(alerts_of(text))
+    assert (a.alert_kind, a.ranks, a.first_line) == ("nccl", [0, 1, 2], 1)
+    assert a.message.startswith("torch.distributed.DistBackendError")
+
+
+def test_traceback_cut_by_another_rank_still_completes() -> None:
+    text = (f"[{TS} TP1] Scheduler hit an exception: Traceback (most recent call last):\n"
+            f"[{TS} TP0] Decode batch, #running-req: 1, #token: 1, token usage: 0.00, cuda graph: True, gen throughput (token/s): 1.00, #queue-req: 0\n"
+            '  File "x.py", line 1, in f\n'
+            "    f()\n"
+            "KeyError: 'w13_weight'\n")
+    (a,) = alerts_of(text)
+    assert (a.alert_kind, a.ranks, a.first_line, a.message) == ("keyerror", [1], 1, "KeyError: 'w13_weight'")
+
+
+def test_nccl_watchdog_lines_and_terminate_group() -> None:
+    work = "WorkNCCL(SeqNum=5, OpType=ALLREDUCE, NumelIn=7168, NumelOut=7168, Timeout(ms)=600000) ran for 600074 milliseconds before timing out."
+    text = "".join(f"[rank{r}]:[E0101 12:00:00.{r}1 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation timeout: {work}\n" for r in range(4))
+    text += ("terminate called after throwing an instance of 'c10::DistBackendError'\n"
+             f"  what():  [PG ID 0 PG GUID 0(default_pg) Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog caught collective operation timeout: {work}\n"
+             "gpu-1:1:1 [6] NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing connection\n")
+    alerts = final_state(alerts_of(text))
+    assert [(a.alert_kind, a.ranks) for a in alerts] == [("nccl", [0, 1, 2, 3, 5]), ("nccl", [6])]
+    assert alerts[0].message.startswith("Watchdog caught collective operation timeout")
+
+
+@pytest.mark.parametrize("line", [
+    "Receive: obj=GenerateReqInput(text='Why does my GPU run out of memory? AssertionError KeyError: 12', stream=True)",
+    "WARNING: if you see CUDA out of memory, try --mem-fraction-static 0.7",
+    "server_args={'enable_torch_symm_mem': True, 'watchdog_timeout': 300, 'note': 'Scheduler watchdog timeout'}",
+    "server_args=ServerArgs(model_path='x', disable_cuda_graph=False, enable_torch_symm_mem=False)",
+    "Setup Custom allreduce failed with Cuda error 217 'peer access is not supported'. To silence this warning, specify --disable-custom-all-reduce explicitly.",
+    "TorchSymmMemCommunicator: Device capability (12, 0) not supported, communicator is not available.",
+    "INFO:     127.0.0.1:5450 - \"POST /v1/out-of-memory/AssertionError HTTP/1.1\" 404 Not Found",
+    "Cache not flushed because there are pending requests. #queue-req: 1, #running-req: 2",
+    "--enable-flashinfer-allreduce-fusion is deprecated. Please use --flashinfer-allreduce-fusion-backend=auto instead.",
+])
+def test_decoys_raise_nothing(line: str) -> None:
+    assert alerts_of(f"[{TS} TP0] {line}\n") == []
+
+
+def test_raw_decoys_raise_nothing() -> None:
+    text = ("gpu-1:4100:4100 [0] NCCL INFO NCCL version 2.27.3+cuda12.9\n"
+            "[Gloo] Rank 0 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
+            "\rLoading safetensors checkpoint shards:  50% Completed | 32/64\rLoading: out of memory? no: 100%\n"
+            "/x/launch_server.py:12: UserWarning: out of memory is not an error here\n"
+            "  warnings.warn(\n")
+    assert alerts_of(text) == []
+
+
+def test_keyboard_interrupt_is_not_an_alert() -> None:
+    assert alerts_of(tb(None, "KeyboardInterrupt", head="")) == []
+
+
+def test_alert_fires_on_idle_without_a_next_record() -> None:
+    out: list[Alert] = []
+    w = LogWatcher(lambda e: out.append(e) if isinstance(e, Alert) else None)
+    w.feed(tb(2, "AssertionError: x").encode(), now_s=10.0)
+    w.poll(10.01)
+    assert out == []  # a chained exception could still follow
+    w.poll(10.04)
+    assert [a.alert_kind for a in out] == ["assertion"]
+
+
+def test_alert_fires_when_the_next_record_starts() -> None:
+    out: list[Alert] = []
+    w = LogWatcher(lambda e: out.append(e) if isinstance(e, Alert) else None)
+    w.feed((tb(2, "AssertionError: x") + f"[{TS} TP0] next\n").encode(), now_s=10.0)
+    assert [a.alert_kind for a in out] == ["assertion"]
+
+
+def test_unfinished_traceback_waits_for_its_exception_line() -> None:
+    out: list[Alert] = []
+    w = LogWatcher(lambda e: out.append(e) if isinstance(e, Alert) else None)
+    head = f"[{TS} TP5] Scheduler hit an exception: Traceback (most recent call last):\n  File \"x.py\", line 1, in f\n"
+    w.feed(head.encode(), now_s=0.0)
+    w.poll(0.5)
+    assert out == []
+    w.feed(b"    f()\ntorch.OutOfMemoryError: CUDA out of memory.\n", now_s=0.6)
+    w.poll(0.7)
+    assert [(a.alert_kind, a.ranks) for a in out] == [("oom", [5])]
