@@ -76,7 +76,8 @@ def test_single_knob_trial_has_no_confound_warning():
     by_name = {t.name: t for t in plan.trials}
     for name in ["eagle3", "flashinfer-allreduce-fusion", "torch-symm-mem", "nccl-tree", "ep-flashinfer-a2a",
                  "custom-allreduce-pcie"]:
-        changes = config_diff(plan.baseline, by_name[name])
+        assert plan.reference(by_name[name]).name == "new-baseline"
+        changes = config_diff(plan.reference(by_name[name]), by_name[name])
         assert changes, name
         assert confound_warning(name, changes, plan.knob_groups) is None, name
     changes = config_diff(plan.baseline, by_name["new-baseline"])
@@ -109,8 +110,12 @@ def test_isolate_generates_baseline_each_knob_then_combined():
 def test_isolate_of_a_grouped_knob_keeps_the_group_together():
     plan = load_plan(reference_plan_path())
     trials = isolate_trials(plan, "ep-flashinfer-a2a")
-    assert [t.name for t in trials] == ["old-baseline", "ep-flashinfer-a2a/expert-parallel-flashinfer",
+    # compared with (and built on) the new baseline, its reference
+    assert [t.name for t in trials] == ["new-baseline", "ep-flashinfer-a2a/expert-parallel-flashinfer",
                                         "ep-flashinfer-a2a"]
+    assert trials[1].base == "new-baseline"
+    assert [c.key for c in config_diff(trials[0], trials[1])] == [
+        "ep-size", "moe-runner-backend", "moe-a2a-backend"]
 
 
 def test_check_prints_diffs_and_warning(capsys):

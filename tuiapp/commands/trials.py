@@ -21,9 +21,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--resume", action="store_true",
                         help="skip trials already in the --ledger file (failed ones included)")
     parser.add_argument("--isolate", metavar="TRIAL",
-                        help="run the baseline, each single knob of TRIAL's diff alone, then TRIAL, "
-                             "and attribute TRIAL's difference knob by knob")
-    parser.add_argument("--only", metavar="NAME", nargs="+", help="run only these trials (and the baseline)")
+                        help="run TRIAL's reference, each single knob of TRIAL's diff alone on it, then "
+                             "TRIAL, and attribute TRIAL's difference knob by knob")
+    parser.add_argument("--only", metavar="NAME", nargs="+", help="run only these trials (and the trials they are compared with)")
     parser.add_argument("--sim", action="store_true",
                         help="run every server through the built-in simulator (no GPU, no SGLang)")
     parser.add_argument("--sim-speed", type=float, default=DEFAULT_SIM_SPEED, metavar="X",
@@ -69,7 +69,7 @@ def run(args: argparse.Namespace) -> int:
         unknown = [n for n in args.only if n not in names]
         if unknown:
             raise UsageError(f"--only: no trial named {unknown[0]!r} (trials: {', '.join(names)})")
-        trials = [t for t in plan.all() if t.is_baseline or t.name in args.only]
+        trials = plan.with_references(args.only)
     else:
         trials = plan.all()
 
@@ -131,9 +131,10 @@ def _check_text(plan, trials) -> str:
 
     lines = [f"plan {plan.name}: {len(trials)} trials, baseline {plan.baseline.name}"]
     for t in trials:
-        changes = config_diff(plan.baseline, t)
+        changes = config_diff(plan.reference(t), t) if not t.is_baseline else []
         diff = ", ".join(c.text() for c in changes) or "-"
-        lines.append(f"  {t.name}: {len(knobs(changes, plan.knob_groups))} knob(s): {diff}")
+        against = "" if t.is_baseline else f" vs {plan.reference(t).name}"
+        lines.append(f"  {t.name}: {len(knobs(changes, plan.knob_groups))} knob(s){against}: {diff}")
         lines.append(f"    {' '.join(t.argv())}" + (f"  env {t.env}" if t.env else ""))
         if warning := confound_warning(t.name, changes, plan.knob_groups):
             lines.append(f"    warning: {warning}")

@@ -7,6 +7,8 @@ stores, which the GIL makes safe).
 
 from __future__ import annotations
 
+import time
+
 from tuiapp.events import Alert, BenchSummary, GpuSample, RunDone, ServerStats, _Event
 
 # Generic kinds say *that* it died; the specific ones say why, so they name the status.
@@ -14,7 +16,9 @@ _GENERIC = {"error", "crash"}
 
 
 class TrialCollector:
-    def __init__(self) -> None:
+    def __init__(self, gpu_interval_s: float = 1.0) -> None:
+        self.gpu_interval_s = gpu_interval_s
+        self.bench_started_s: float | None = None
         self.alerts: dict[int, Alert] = {}  # alert_id -> latest update (more ranks joined)
         self._order: list[int] = []
         self.runs: list[RunDone] = []
@@ -22,8 +26,18 @@ class TrialCollector:
         self.server_accept_length: float | None = None
         self.peak_mem_bytes: dict[int, int] = {}
         self.pcie_bench: dict[int, list[float]] = {}  # GPU -> tx+rx samples while benchmarking
-        self.benchmarking = False
+        self._benchmarking = False
         self.request_errors: list[str] = []
+
+    @property
+    def benchmarking(self) -> bool:
+        return self._benchmarking
+
+    @benchmarking.setter
+    def benchmarking(self, on: bool) -> None:
+        self._benchmarking = on
+        if on:
+            self.bench_started_s = time.time()
 
     def observe(self, event: _Event) -> None:
         if isinstance(event, Alert):
@@ -39,10 +53,15 @@ class TrialCollector:
             if event.accept_length is not None:
                 self.server_accept_length = event.accept_length
         elif isinstance(event, GpuSample):
-            if event.mem_used_bytes is not None:
+            if event.mem_used_bytes:  # 0 is a GPU we never saw in use, not a measurement
                 prev = self.peak_mem_bytes.get(event.index, 0)
                 self.peak_mem_bytes[event.index] = max(prev, event.mem_used_bytes)
-            if self.benchmarking and event.pcie_tx_bytes_s is not None and event.pcie_rx_bytes_s is not None:
+            # A sample averages the interval before it: one that began before the benchmark
+            # would mix in start-up traffic (weights loading over PCIe).
+            settled = (self.bench_started_s is not None
+                       and event.t_s >= self.bench_started_s + self.gpu_interval_s)
+            if (self.benchmarking and settled and event.pcie_tx_bytes_s is not None
+                    and event.pcie_rx_bytes_s is not None):
                 self.pcie_bench.setdefault(event.index, []).append(event.pcie_tx_bytes_s + event.pcie_rx_bytes_s)
         elif getattr(event, "kind", None) == "request" and not getattr(event, "ok", True):
             self.request_errors.append(getattr(event, "error", None) or "request failed")

@@ -1,8 +1,9 @@
 """One knob at a time: the trials that attribute a multi-knob trial's difference.
 
-For trial T with knobs k1..kn against the baseline, the generated plan is: the baseline,
-then for each knob the baseline with only that knob set as in T (named ``T/knob``), then T
-itself, so the ledger can set each knob's contribution beside the combined one.
+For trial T with knobs k1..kn against its reference R (its ``base``, default the baseline),
+the generated plan is: R, then for each knob R with only that knob set as in T (named
+``T/knob``), then T itself, so the ledger can set each knob's contribution beside the
+combined one.
 """
 
 from __future__ import annotations
@@ -19,16 +20,17 @@ def isolate_trials(plan: Plan, name: str) -> list[TrialConfig]:
     target = plan.get(name)
     if target is None or target.is_baseline:
         raise KeyError(name)
-    grouped = knobs(config_diff(plan.baseline, target), plan.knob_groups)
+    reference = plan.reference(target)
+    grouped = knobs(config_diff(reference, target), plan.knob_groups)
     if not grouped:
-        raise ValueError(f"{name} does not differ from the baseline")
-    out = [plan.baseline]
+        raise ValueError(f"{name} does not differ from {reference.name}")
+    out = [reference]
     for knob, changes in grouped.items():
-        cfg = plan.baseline
+        cfg = reference
         for change in changes:
             cfg = _set(cfg, target, change.key)
-        out.append(replace(cfg, name=f"{name}/{knob}", is_baseline=False, isolates=name, knob=knob,
-                           note=f"baseline + {knob} of {name}"))
+        out.append(replace(cfg, name=f"{name}/{knob}", is_baseline=False, base=reference.name,
+                           isolates=name, knob=knob, note=f"{reference.name} + {knob} of {name}"))
     out.append(replace(target, isolates=name, knob=None))
     return out
 

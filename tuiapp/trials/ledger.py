@@ -1,8 +1,9 @@
 """The ledger: one row per trial, what it proved, saved after every trial.
 
-The verdict against the baseline is Welch's t test on the per-run decode tok/s
+Each trial is compared with its reference (``baseline`` field: the trial it builds on,
+default the plan's baseline). The verdict is Welch's t test on the per-run decode tok/s
 (tuiapp.bench.stats): p < 0.05 says faster or slower, otherwise "within noise". A trial
-that failed, or is slower than the baseline beyond noise, is a dead end. Rows keep their
+that failed, or is slower than its reference beyond noise, is a dead end. Rows keep their
 run figures, so a ``--resume``d plan compares new trials with the baseline measured before.
 """
 
@@ -29,6 +30,7 @@ class LedgerRow(BaseModel):
     dead_end: bool = False
     note: str = ""
     is_baseline: bool = False
+    baseline: str | None = None  # the row this one is compared with
     first_error: str | None = None
     error_ranks: list[int] = Field(default_factory=list)
     first_error_log_line: int | None = None
@@ -93,14 +95,14 @@ class Ledger:
         return next((r for r in self.rows.values() if r.is_baseline), None)
 
     def compare(self) -> None:
-        base = self.baseline
-        base_runs = base.runs_decode_tok_s if base and base.status == OK else []
         for row in self.rows.values():
             if row.is_baseline:
                 row.verdict = "baseline" if row.status == OK else None
                 row.dead_end = row.status != OK
                 continue
             row.verdict = row.p_value = row.delta_tok_s = row.delta_pct = None
+            ref = self.rows.get(row.baseline) if row.baseline else self.baseline
+            base_runs = ref.runs_decode_tok_s if ref is not None and ref.status == OK else []
             if row.status == OK and base_runs and row.runs_decode_tok_s:
                 row.verdict = stats.verdict(base_runs, row.runs_decode_tok_s, alpha=ALPHA)
                 if len(base_runs) >= 2 and len(row.runs_decode_tok_s) >= 2:
@@ -132,7 +134,7 @@ class Ledger:
                 share = f", {r.share_pct:.0f}% of the gain" if r.share_pct is not None else ""
                 bits.append(f"{r.knob} {r.delta_tok_s:+.2f} tok/s ({r.verdict}{share})")
             rest = combined.delta_tok_s - total
-            lines.append(f"{combined.name} {combined.delta_tok_s:+.2f} tok/s vs baseline = "
+            lines.append(f"{combined.name} {combined.delta_tok_s:+.2f} tok/s vs {combined.baseline} = "
                          + "; ".join(bits) + f"; interaction {rest:+.2f} tok/s")
         return lines
 
@@ -142,7 +144,7 @@ class Ledger:
         return json.dumps([r.model_dump(mode="json") for r in self.rows.values()], indent=1)
 
     def to_markdown(self) -> str:
-        head = ["trial", "status", "decode tok/s", "95% CI", "vs baseline", "verdict", "accept len",
+        head = ["trial", "status", "decode tok/s", "95% CI", "vs base", "verdict", "accept len",
                 "startup s", "peak mem GiB", "PCIe avg/peak GB/s", "diff", "notes"]
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
         for r in self.rows.values():
@@ -195,7 +197,7 @@ def _md_cells(r: LedgerRow) -> list[str]:
     mean = "n/a" if r.mean_decode_tok_s is None else (
         f"{r.mean_decode_tok_s:.2f} ± {_fmt(r.sd_decode_tok_s)} (n={len(r.runs_decode_tok_s)})")
     ci = "n/a" if r.ci95_decode_tok_s is None else f"{r.ci95_decode_tok_s[0]:.2f}-{r.ci95_decode_tok_s[1]:.2f}"
-    delta = "" if r.delta_tok_s is None else f"{r.delta_tok_s:+.2f} ({_fmt(r.delta_pct, '+.1f')}%)"
+    delta = "" if r.delta_tok_s is None else f"{r.delta_tok_s:+.2f} ({_fmt(r.delta_pct, '+.1f')}%) vs {r.baseline}"
     if r.p_value is not None:
         delta += f" p={r.p_value:.2g}"
     mem = max(r.peak_mem_bytes.values(), default=None)

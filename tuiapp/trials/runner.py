@@ -84,7 +84,7 @@ class PlanRunner:
     async def run(self, bus: EventBus) -> None:
         total = len(self.trials)
         for cfg in self.trials:
-            changes = config_diff(self.plan.baseline, cfg)
+            changes = config_diff(self.plan.reference(cfg), cfg)
             warning = confound_warning(cfg.name, changes, self.plan.knob_groups)
             if warning and not (self.options.resume and self.ledger.done(cfg.name)):
                 bus.publish(Note(level="warning", text=warning, source="trials"))
@@ -105,9 +105,10 @@ class PlanRunner:
             bus.publish(TrialResult(name=final.name, status=final.status, row=final.model_dump(mode="json")))
         for line in self.ledger.attribution():
             bus.publish(Note(level="info", text=f"attribution: {line}", source="trials"))
-        base = self.ledger.baseline
+        # Failed trials are results; the job failed only when the reference of it all did.
+        first = self.ledger.rows.get(self.trials[0].name) if self.trials else None
         if self.on_done is not None:
-            self.on_done(0 if base is not None and base.status == OK else 1)
+            self.on_done(0 if first is not None and first.status == OK else 1)
         if self.options.keep_open:
             await asyncio.Event().wait()
 
@@ -125,9 +126,10 @@ class PlanRunner:
         from tuiapp.server.redact import redact_argv, redact_env
 
         started = time.monotonic()
-        changes = config_diff(self.plan.baseline, cfg)
+        changes = config_diff(self.plan.reference(cfg), cfg) if not cfg.is_baseline else []
         row = LedgerRow(
             name=cfg.name, status="error", note=cfg.note, is_baseline=cfg.is_baseline,
+            baseline=None if cfg.is_baseline else self.plan.reference(cfg).name,
             diff=diff_dict(changes), knobs=list(knobs(changes, self.plan.knob_groups)),
             confound=confound_warning(cfg.name, changes, self.plan.knob_groups),
             isolates=cfg.isolates, knob=cfg.knob, env=redact_env(cfg.env),
@@ -141,13 +143,13 @@ class PlanRunner:
             publish(TrialState(name=cfg.name, index=index, total=total, phase=phase, message=message))
 
         state("preflight", " ".join(row.argv))
-        if (problem := self._preflight(argv, publish, cfg.name)) is not None:
+        if (problem := await asyncio.to_thread(self._preflight, argv, publish, cfg.name)) is not None:
             row.status, row.first_error = "preflight", problem
             state("failed", problem)
             return row
 
         url, api_key = server_url(argv), api_key_from(argv)
-        collector = TrialCollector()
+        collector = TrialCollector(self._gpu_interval_s())
 
         def observe(event: _Event) -> None:
             collector.observe(event)
@@ -234,6 +236,7 @@ class PlanRunner:
             elif (exc := bench_task.exception()) is not None:
                 observe(Note(level="error", text=f"{cfg.name}: benchmark failed: {exc!r}", source="trials"))
             died.cancel()
+            collector.runs = list(bench.results)  # restart() dropped earlier runs: so do we
             if outcome == "ok":
                 await _flush_cache(url, api_key)
             return outcome
@@ -248,6 +251,10 @@ class PlanRunner:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
 
+    def _gpu_interval_s(self) -> float:
+        # the simulator compresses start-up: sample faster so short-lived servers are seen
+        return self.options.gpu_interval_s / (4.0 if self.options.sim_speed else 1.0)
+
     async def _gpu_sampler(self, observe, url: str) -> None:
         kind = self.options.telemetry
         if kind == "off":
@@ -260,7 +267,7 @@ class PlanRunner:
         if note:
             observe(Note(level="info" if backend else "warning", text=note, source="telemetry"))
         if backend is not None:
-            await run_gpu_sampler(observe, backend, interval_s=self.options.gpu_interval_s)
+            await run_gpu_sampler(observe, backend, interval_s=self._gpu_interval_s())
 
     def _fill(self, row: LedgerRow, collector: TrialCollector, outcome: str) -> None:
         row.startup_s = self.startup_s
