@@ -64,7 +64,8 @@ async def follow_file(
                     st = os.fstat(fd)
                     ino = (st.st_dev, st.st_ino)
                     offset = st.st_size if (first_open and not from_start) else 0
-                    first_open = False
+                # a file that appears after we started is new output: read it all
+                first_open = False
             got = drain()
             if fd is not None and not got:
                 try:

@@ -3,7 +3,7 @@
 Line numbers count b"\\n" only, as ``grep -n`` and editors do: a tqdm bar that redraws
 itself with "\\r" stays one line, and its visible text is the last redraw. Bytes that
 are not UTF-8 become U+FFFD rather than an error. A line longer than MAX_LINE_BYTES keeps
-its head and is marked as cut, so memory stays bounded whatever the server prints.
+its head and its end, marked as cut, so memory stays bounded whatever the server prints.
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import re
 from dataclasses import dataclass
 
 MAX_LINE_BYTES = 256 * 1024
+TAIL_BYTES = 8 * 1024  # an overlong line also keeps its end: a redrawn bar shows its last state
 
 # Where an SGLang record starts inside a redrawn line: a bar from one rank can be
 # followed, on the same physical line, by a record another rank wrote.
@@ -33,10 +34,10 @@ def decode(data: bytes) -> str:
         return data.decode("utf-8", "replace")
 
 
-def make_line(line_no: int, raw: bytes, cut_bytes: int = 0) -> Line:
+def make_line(line_no: int, raw: bytes, cut_bytes: int = 0, tail: bytes = b"") -> Line:
     text = decode(raw)
-    if cut_bytes:
-        text += f" …[{cut_bytes} bytes cut]"
+    if tail:
+        text += (f" …[{cut_bytes} bytes cut]… " if cut_bytes else "") + decode(tail)
     if "\r" not in text:
         return Line(line_no, text, False, cut_bytes)
     text = text.rstrip("\r")
@@ -55,11 +56,13 @@ class LineSplitter:
 
     def __init__(self) -> None:
         self._partial = bytearray()
+        self._tail = bytearray()
         self._cut = 0
         self.line_no = 0  # number of the last complete line handed out
 
     def reset(self) -> None:
         self._partial.clear()
+        self._tail.clear()
         self._cut = 0
         self.line_no = 0
 
@@ -67,37 +70,44 @@ class LineSplitter:
         room = MAX_LINE_BYTES - len(self._partial)
         if len(data) <= room:
             self._partial += data
-        else:
-            if room > 0:
-                self._partial += data[:room]
-            self._cut += len(data) - max(room, 0)
+            return
+        if room > 0:
+            self._partial += data[:room]
+            data = data[room:]
+        self._tail += data
+        if len(self._tail) > TAIL_BYTES:
+            self._cut += len(self._tail) - TAIL_BYTES
+            del self._tail[:-TAIL_BYTES]
+
+    def _take(self) -> Line:
+        self.line_no += 1
+        line = make_line(self.line_no, bytes(self._partial), self._cut, bytes(self._tail))
+        self._partial.clear()
+        self._tail.clear()
+        self._cut = 0
+        return line
 
     def feed(self, data: bytes) -> list[Line]:
         parts = data.split(b"\n")
         tail = parts.pop()
         out: list[Line] = []
         for i, part in enumerate(parts):
-            if i == 0 and (self._partial or self._cut):
+            if i == 0 and self._partial:
                 self._keep(part)
-                raw, cut = bytes(self._partial), self._cut
-                self._partial.clear()
-                self._cut = 0
-            elif len(part) > MAX_LINE_BYTES:
-                raw, cut = part[:MAX_LINE_BYTES], len(part) - MAX_LINE_BYTES
+                out.append(self._take())
+            elif len(part) > MAX_LINE_BYTES + TAIL_BYTES:
+                self.line_no += 1
+                cut = len(part) - MAX_LINE_BYTES - TAIL_BYTES
+                out.append(make_line(self.line_no, part[:MAX_LINE_BYTES], cut, part[-TAIL_BYTES:]))
             else:
-                raw, cut = part, 0
-            self.line_no += 1
-            out.append(make_line(self.line_no, raw, cut))
+                self.line_no += 1
+                out.append(make_line(self.line_no, part))
         if tail:
             self._keep(tail)
         return out
 
     def flush(self) -> list[Line]:
         """The unterminated last line, if any (end of stream)."""
-        if not self._partial and not self._cut:
+        if not self._partial:
             return []
-        raw, cut = bytes(self._partial), self._cut
-        self._partial.clear()
-        self._cut = 0
-        self.line_no += 1
-        return [make_line(self.line_no, raw, cut)]
+        return [self._take()]
