@@ -39,48 +39,40 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _headless(args: argparse.Namespace) -> int:
+    import signal
     import sys
+    import time
 
     from tuiapp.record.printer import Printer
     from tuiapp.record.reading import RecordingIndex
 
     index = RecordingIndex(args.file)
     printer = Printer(_Discard() if args.summary else sys.stdout)
+    stop: list[int] = []
+    if args.follow:
+        # Ctrl-C or a TERM ends following with the summary, as a live job would.
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda signum, _frame: stop.append(signum))
     try:
         done = 0
         while True:
+            if not args.follow:
+                index.finish()  # a whole last line that lacked its newline counts too
             for i in range(done, len(index)):
                 event = index.event(i)
                 if event is not None:
                     printer.handle(event)
             done = len(index)
-            if not args.follow:
+            if not args.follow or stop:
                 break
-            if not _wait_for_more(index):
-                break
-        if not args.follow:
-            index.finish()
-            for i in range(done, len(index)):  # a whole last line that lacked its newline
-                event = index.event(i)
-                if event is not None:
-                    printer.handle(event)
+            while not stop and index.poll() == 0:
+                time.sleep(0.25)
         print(printer.summary(), flush=True)
         if index.skipped_lines:
             print(f"tuiapp replay: {index.skipped_lines} corrupt or truncated lines skipped", file=sys.stderr)
     finally:
         index.close()
     return 0
-
-
-def _wait_for_more(index) -> bool:  # noqa: ANN001
-    import time
-
-    try:
-        while index.poll() == 0:
-            time.sleep(0.25)
-    except KeyboardInterrupt:
-        return False
-    return True
 
 
 def _tui(args: argparse.Namespace) -> int:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import sys
 import time
+from collections.abc import Iterable
 from typing import Any
 
 from tuiapp import __version__
@@ -63,6 +64,18 @@ def build_header(extras: dict[str, Any] | None = None, *, start_t_s: float | Non
             header[key] = value
     header["argv"] = _redact_argv([str(a) for a in header.get("argv") or []])
     return header
+
+
+def gpu_inventory(samples: Iterable[Any]) -> list[dict[str, Any]]:
+    """The header's ``gpus`` list from GpuSample events (first sample of each GPU)."""
+    seen: dict[tuple[Any, int], dict[str, Any]] = {}
+    for s in samples:
+        key = (getattr(s, "node", None), s.index)
+        if key not in seen:
+            seen[key] = {"index": s.index, "name": s.name, "uuid": s.uuid, "node": s.node,
+                         "mem_total_bytes": s.mem_total_bytes, "pcie_gen_max": s.pcie_gen_max,
+                         "pcie_width_max": s.pcie_width_max}
+    return [seen[k] for k in sorted(seen, key=lambda k: (k[0] or "", k[1]))]
 
 
 def check_header(obj: object) -> str | None:

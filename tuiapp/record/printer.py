@@ -67,6 +67,7 @@ class Printer:
     def __init__(self, stream: TextIO | None = None, *, gpu_every_s: float = 10.0) -> None:
         self.stream = stream if stream is not None else sys.stdout
         self.gpu_every_s = gpu_every_s
+        self.stream_error: Exception | None = None
         self.first_t_s: float | None = None
         self.last_t_s: float | None = None
         self.runs: list[RunDone] = []
@@ -87,8 +88,15 @@ class Printer:
             self.handle(event)
 
     def _print(self, t_s: float, tag: str, text: str) -> None:
-        self.stream.write(f"{_clock(t_s)} {tag:<8} {text}\n")
-        self.stream.flush()
+        if self.stream_error is not None:
+            return
+        try:
+            self.stream.write(f"{_clock(t_s)} {tag:<8} {text}\n")
+            self.stream.flush()
+        except (OSError, ValueError) as exc:
+            # stdout gone (the SSH session hung up without a redirect): keep counting for
+            # the summary and the recording, stop printing.
+            self.stream_error = exc
 
     def handle(self, ev: _Event) -> None:
         if self.first_t_s is None:
@@ -210,8 +218,8 @@ class Printer:
         kinds = Counter(a.alert_kind for a in self.alerts.values())
         kinds_text = ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items()))
         head = (
-            f"summary: {_duration(span)}, {len(self.runs)} runs, {self.requests} requests"
-            f" ({self.request_errors} failed), {len(self.alerts)} alert{'' if len(self.alerts) == 1 else 's'}"
+            f"summary: {_duration(span)}, {_count(len(self.runs), 'run')}, {_count(self.requests, 'request')}"
+            f" ({self.request_errors} failed), {_count(len(self.alerts), 'alert')}"
             + (f" ({kinds_text})" if kinds_text else "")
             + (", interrupted" if interrupted else "")
         )
@@ -238,6 +246,10 @@ class Printer:
         if self.notes:
             lines.append("  notes: " + ", ".join(f"{k} x{n}" for k, n in sorted(self.notes.items())))
         return "\n".join(lines)
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
 
 
 def _stats_text(vals: list[float]) -> str:

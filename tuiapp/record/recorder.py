@@ -11,6 +11,7 @@ The file is created with mode 0600 because headers and logs can name hosts and p
 from __future__ import annotations
 
 import os
+import sys
 import threading
 import zlib
 from pathlib import Path
@@ -43,6 +44,7 @@ class Recorder:
         self.compress = _is_gzip_name(self.path) if compress is None else compress
         self.events_written = 0
         self.bytes_written = 0  # on disk (compressed when compressing)
+        self.error: OSError | None = None  # why recording stopped early, if it did
         self._fd: int | None = None
         self._buf: list[bytes] = []
         self._lock = threading.Lock()
@@ -69,6 +71,8 @@ class Recorder:
         line = dump_event(event) + b"\n"
         with self._lock:
             if self._fd is None:
+                if self.error is not None:
+                    return  # already reported; events after a disk error are dropped
                 raise ValueError("recorder is not open")
             self._buf.append(line)
             self.events_written += 1
@@ -131,5 +135,13 @@ class Recorder:
         while not self._stop.wait(self.flush_interval_s):
             try:
                 self.flush()
-            except OSError:
-                return  # disk full or file gone: the writer's next close() reports nothing more
+            except OSError as exc:
+                # Disk full or the file's disk gone: say so once, on stderr (stdout is the
+                # printer's), and keep the job running; the monitor matters more than the file.
+                self.error = exc
+                print(f"tuiapp: recording to {self.path} stopped: {exc}", file=sys.stderr, flush=True)
+                with self._lock:
+                    if self._fd is not None:
+                        os.close(self._fd)
+                        self._fd = None
+                return

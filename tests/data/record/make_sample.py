@@ -10,6 +10,7 @@ on all 8 ranks), fixed start time and host, so replays and snapshots are reprodu
 from pathlib import Path
 
 from tuiapp.events import GpuSample
+from tuiapp.record.header import gpu_inventory
 from tuiapp.record.recorder import Recorder
 from tuiapp.record.synthetic import campaign_events
 
@@ -19,13 +20,9 @@ OUT = Path(__file__).with_name("campaign_2min.jsonl.gz")
 
 def main() -> None:
     events = list(campaign_events(120, start_t_s=START_T_S))
-    gpus = {}
-    for ev in events:
-        if isinstance(ev, GpuSample) and ev.index not in gpus:
-            gpus[ev.index] = {"index": ev.index, "name": ev.name, "uuid": ev.uuid, "mem_total_bytes": ev.mem_total_bytes}
     header = {
         "start_t_s": START_T_S, "host": "gpu-box-1", "title": "reference campaign (synthetic sample)",
-        "gpus": [gpus[i] for i in sorted(gpus)], "sglang_version": "0.5.6", "mode": "trials",
+        "gpus": gpu_inventory(e for e in events if isinstance(e, GpuSample)), "sglang_version": "0.5.6", "mode": "trials",
         "argv": ["tuiapp", "trials", "reference.toml", "--headless", "--record", "campaign.jsonl.gz"],
         "tool_version": "0.1.0",
     }

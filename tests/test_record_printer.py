@@ -1,0 +1,48 @@
+import io
+
+from tuiapp.events import Alert, GpuSample, Note, RunDone, ServerState
+from tuiapp.record.printer import Printer
+
+
+def test_lines_per_fact_alert_updates_and_gpu_cadence() -> None:
+    out = io.StringIO()
+    p = Printer(out, gpu_every_s=10)
+    p.handle(ServerState(t_s=0, state="starting", pid=7, url="http://h:1"))
+    for s in range(31):
+        for i in range(8):
+            p.handle(GpuSample(t_s=s, index=i, mem_used_bytes=(70 + i) * 2**30, mem_total_bytes=96 * 2**30,
+                               pcie_rx_bytes_s=1e9 * (i + 1), pcie_tx_bytes_s=5e8, util_pct=90))
+    p.handle(Alert(t_s=12, alert_kind="assertion", message="AssertionError: x", ranks=[3], first_line=40, alert_id=4))
+    p.handle(Alert(t_s=12.1, alert_kind="assertion", message="AssertionError: x", ranks=[3], first_line=40, alert_id=4))
+    p.handle(Alert(t_s=12.2, alert_kind="assertion", message="AssertionError: x", ranks=[3, 5], first_line=40,
+                   alert_id=4))
+    p.handle(RunDone(t_s=20, run_index=0, requests=5, duration_s=14, decode_tok_s=89.8, output_tok_s=88.4,
+                     ttft_s=0.0451, itl_s=0.01113, accept_length=2.31, trial="base"))
+    p.handle(Note(t_s=21, level="warning", text="telemetry off", source="nvml"))
+    lines = out.getvalue().splitlines()
+    tags = [line.split()[1] for line in lines]
+    assert tags.count("gpus") == 3  # at 10, 20 and 30 s, not 248 samples
+    assert tags.count("ALERT") == 2  # new, then the update that added rank 5; the repeat is silent
+    alert_lines = [line for line in lines if " ALERT " in line]
+    assert "assertion error new ranks=3 line=40" in alert_lines[0] and "update ranks=3,5" in alert_lines[1]
+    run = next(line for line in lines if " run " in line)
+    assert "decode=89.8 tok/s output=88.4 tok/s ttft=45.1 ms itl=11.13 ms accept=2.31" in run
+    gpu = next(line for line in lines if " gpus " in line)
+    assert "mem max gpu7 77.0/96.0 GiB" in gpu and "pcie rx sum 36.00 GB/s max gpu7 8.00" in gpu
+    assert "warning [nvml] telemetry off" in lines[-1]
+    summary = p.summary(interrupted=True)
+    assert summary.startswith("summary: 0m30s, 1 run, 0 requests (0 failed), 1 alert (assertion x1), interrupted")
+    assert "trial base: mean 89.80 sd n/a" in summary
+
+
+class _HungUp(io.StringIO):
+    def write(self, _s: str) -> int:
+        raise OSError(5, "Input/output error")
+
+
+def test_a_hung_up_stdout_stops_printing_but_not_counting() -> None:
+    p = Printer(_HungUp())
+    p.handle(RunDone(t_s=1, run_index=0, requests=1, duration_s=1, decode_tok_s=50.0, output_tok_s=50.0))
+    p.handle(RunDone(t_s=2, run_index=1, requests=1, duration_s=1, decode_tok_s=52.0, output_tok_s=50.0))
+    assert isinstance(p.stream_error, OSError)
+    assert "mean 51.00 sd 1.41" in p.summary()
