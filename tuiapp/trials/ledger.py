@@ -134,7 +134,7 @@ class Ledger:
                 share = f", {r.share_pct:.0f}% of the gain" if r.share_pct is not None else ""
                 bits.append(f"{r.knob} {r.delta_tok_s:+.2f} tok/s ({r.verdict}{share})")
             rest = combined.delta_tok_s - total
-            lines.append(f"{combined.name} {combined.delta_tok_s:+.2f} tok/s vs {combined.baseline} = "
+            lines.append(f"{combined.name} {combined.delta_tok_s:+.2f} tok/s vs {combined.baseline or 'the baseline'} = "
                          + "; ".join(bits) + f"; interaction {rest:+.2f} tok/s")
         return lines
 

@@ -1,0 +1,125 @@
+"""End to end on the simulator: the short campaign plan, --resume and --isolate, through
+the real command (launcher, log watcher, benchmark loop and sim GPU telemetry)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tuiapp.cli import main
+
+DATA = Path(__file__).parent / "data" / "trials"
+PLAN = DATA / "sim_short.toml"
+SPEED = "50"
+
+
+def _trials(tmp: Path, *extra: str) -> tuple[int, dict[str, dict]]:
+    ledger = tmp / "ledger.json"
+    code = main(["trials", str(PLAN), "--sim", "--sim-speed", SPEED, "--headless", "--telemetry", "sim",
+                 "--ledger", str(ledger), "--ledger-md", str(tmp / "ledger.md"),
+                 "--ledger-csv", str(tmp / "ledger.csv"), *extra])
+    rows = {r["name"]: r for r in json.loads(ledger.read_text())}
+    return code, rows
+
+
+@pytest.fixture(scope="module")
+def plan_run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("plan")
+    code, rows = _trials(tmp)
+    return tmp, code, rows
+
+
+def test_every_trial_has_a_row_and_the_plan_goes_on(plan_run):
+    tmp, code, rows = plan_run
+    assert code == 0
+    assert list(rows) == ["old", "new", "fusion", "symm-mem", "tree", "ep-a2a", "custom-ar"]
+    assert "| custom-ar | ok |" in (tmp / "ledger.md").read_text()
+    assert (tmp / "ledger.csv").read_text().count("\n") == 8
+    assert (tmp / "ledger.logs" / "symm-mem.log").stat().st_size > 0
+
+
+@pytest.mark.parametrize(
+    ("name", "status", "words", "ranks"),
+    [
+        ("symm-mem", "keyerror", "KeyError: 12", list(range(8))),
+        ("tree", "nccl", "NCCL_ALGO", list(range(8))),
+        ("ep-a2a", "assertion", "AssertionError", None),
+        pytest.param("fusion", "jit_arch", "CUDA architectures", list(range(8)), marks=pytest.mark.xfail(
+            reason="logwatch ranks the CUDA-graph capture wrapper (oom) above its JIT-arch cause")),
+    ],
+)
+def test_failed_trials_record_their_cause(plan_run, name, status, words, ranks):
+    _tmp, _code, rows = plan_run
+    row = rows[name]
+    assert row["status"] == status
+    assert words in row["first_error"]
+    assert row["dead_end"] is True and row["verdict"] is None
+    assert row["runs_decode_tok_s"] == []
+    if ranks is not None:
+        assert row["error_ranks"] == ranks
+    else:
+        assert row["error_ranks"]  # EP: the assertion fires on some ranks only
+
+
+def test_new_baseline_is_faster_with_a_confound_warning(plan_run):
+    _tmp, _code, rows = plan_run
+    old, new = rows["old"], rows["new"]
+    assert old["status"] == new["status"] == "ok"
+    assert old["verdict"] == "baseline"
+    assert abs(old["mean_decode_tok_s"] - 82.0) < 82.0 * 0.02
+    assert abs(new["mean_decode_tok_s"] - 89.5) < 89.5 * 0.02
+    assert new["verdict"] == "faster" and new["p_value"] < 0.05 and not new["dead_end"]
+    assert set(new["diff"]) == {"cuda-graph-max-bs", "mem-fraction-static", "num-continuous-decode-steps"}
+    assert new["diff"]["cuda-graph-max-bs"] == {"baseline": "512", "trial": "128"}
+    assert "3 knobs" in new["confound"]
+    lo, hi = new["ci95_decode_tok_s"]
+    assert lo < new["mean_decode_tok_s"] < hi
+    assert new["startup_s"] > 0
+    assert len(new["peak_mem_bytes"]) == 8
+
+
+def test_custom_allreduce_is_a_slower_dead_end_against_its_base(plan_run):
+    _tmp, _code, rows = plan_run
+    row = rows["custom-ar"]
+    assert row["baseline"] == "new" and row["confound"] is None
+    assert row["verdict"] == "slower" and row["dead_end"] is True
+    assert abs(row["mean_decode_tok_s"] - 38.0) < 38.0 * 0.03
+    # the all-to-all traffic of the custom all-reduce shows on PCIe
+    assert row["pcie_avg_bytes_s"] > 10 * rows["new"]["pcie_avg_bytes_s"]
+
+
+def test_resume_runs_only_what_is_missing(plan_run, tmp_path):
+    tmp, _code, rows = plan_run
+    shutil.copy(tmp / "ledger.json", tmp_path / "ledger.json")
+    kept = [r for r in json.loads((tmp_path / "ledger.json").read_text()) if r["name"] not in ("symm-mem", "custom-ar")]
+    (tmp_path / "ledger.json").write_text(json.dumps(kept))
+    code, resumed = _trials(tmp_path, "--resume")
+    assert code == 0
+    assert set(resumed) == set(rows)
+    for name in ("old", "new", "tree", "fusion", "ep-a2a"):  # untouched: the very same runs
+        assert resumed[name]["runs_decode_tok_s"] == rows[name]["runs_decode_tok_s"]
+        assert resumed[name]["duration_s"] == rows[name]["duration_s"]
+    assert resumed["symm-mem"]["status"] == "keyerror"
+    # the rerun trial is judged against the base measured in the first session
+    assert resumed["custom-ar"]["verdict"] == "slower"
+    assert resumed["custom-ar"]["runs_decode_tok_s"] != rows["custom-ar"]["runs_decode_tok_s"]
+
+
+def test_isolate_attributes_the_gain_knob_by_knob(tmp_path, capsys):
+    code, rows = _trials(tmp_path, "--isolate", "new")
+    out = capsys.readouterr().out
+    assert code == 0
+    knobs = ["cuda-graph-max-bs", "mem-fraction-static", "num-continuous-decode-steps"]
+    assert list(rows) == ["old", *[f"new/{k}" for k in knobs], "new"]
+    for knob in knobs:
+        row = rows[f"new/{knob}"]
+        assert list(row["diff"]) == [knob] and row["confound"] is None
+        assert row["verdict"] == "faster" and row["baseline"] == "old"
+        assert 0 < row["share_pct"] < 100
+    # the simulator's model: max-bs 512 costs the most, mem fraction the least
+    delta = {k: rows[f"new/{k}"]["delta_tok_s"] for k in knobs}
+    assert delta["cuda-graph-max-bs"] > delta["num-continuous-decode-steps"] > delta["mem-fraction-static"]
+    assert "attribution: new +" in out and "interaction" in out
