@@ -18,9 +18,17 @@ def test_report_writes_markdown_and_valid_svg_charts(tmp_path: Path, capsys) -> 
     assert main(["report", str(rec), "-o", str(out)]) == 0
     assert "wrote" in capsys.readouterr().out
     md = out.read_text()
-    for heading in ("# tuiapp report: reference campaign", "## Ledger", "## Summary", "## Runs", "## Alerts",
+    for heading in ("# tuiapp report: reference campaign", "## Ledger", "## Findings", "## Per trial", "## Summary",
+                    "## Runs", "## Alerts",
                     "## GPUs (peaks)", "## Charts"):
         assert heading in md
+    findings = md.split("## Findings")[1].split("##")[0]
+    assert "Fastest: **baseline**, 89." in findings
+    assert "eagle3 vs baseline: -3" in findings and "slower (Welch" in findings
+    assert "PCIe: custom-ar-pcie moves" in findings
+    assert "ep-flashinfer-a2a failed: oom on ranks 0,1,2,3,4,5,6,7" in findings
+    per_trial = md.split("## Per trial")[1].split("##")[0]
+    assert per_trial.count("\n| ") == 5  # header + 4 trials
     ledger = md.split("## Ledger")[1].split("##")[0]
     assert "| baseline | ok | 89." in ledger and "| ep-flashinfer-a2a | oom |" in ledger and "slower" in ledger
     alerts = md.split("## Alerts")[1].split("## GPUs")[0]
