@@ -179,3 +179,34 @@ async def test_corrupt_lines_are_skipped_during_replay(tmp_path: Path) -> None:
     await asyncio.wait_for(replay.run(bus), 5)
     assert [e.text for e in bus.events] == ["0.0", "1.0", "3.0"]
     assert replay.skipped_lines == 3
+
+
+def test_replay_command_wires_a_session_for_the_tui(tmp_path: Path, monkeypatch) -> None:
+    from tuiapp import session as session_mod
+    from tuiapp.bus import EventBus
+    from tuiapp.cli import main
+
+    path = _record(tmp_path / "r.jsonl", [Note(t_s=T0 + g, text=str(g)) for g in (0.0, 1.0)])
+    seen = {}
+
+    def fake_run(session, *, headless, theme=None):  # stands in for the Textual app only
+        seen.update(headless=headless, theme=theme, session=session)
+        bus = EventBus()
+        sub = bus.subscribe("tui")
+
+        async def drive():
+            task = asyncio.create_task(session.sources[0](bus))
+            await _until(lambda: len(sub) == 2)
+            task.cancel()
+
+        asyncio.run(drive())
+        seen["events"] = [e.text for e in sub.drain()]
+        return 0
+
+    monkeypatch.setattr(session_mod, "run", fake_run)
+    assert main(["replay", str(path), "--speed", "64", "--theme", "nv-light"]) == 0
+    assert seen["headless"] is False and seen["theme"] == "nv-light"
+    replay = seen["session"].replay
+    assert isinstance(replay, ReplayControls) and replay.speed == 64 and replay.duration_s == 1.0
+    assert seen["session"].title == "replay: test"
+    assert seen["events"] == ["0.0", "1.0"]
