@@ -121,3 +121,16 @@ def test_sigkill_loses_at_most_the_last_second(tmp_path: Path) -> None:
     assert len(old_enough) > 50  # the child really ran for a while
     assert [i for i in old_enough if i not in recorded] == []
     assert recorded <= {i for i, _ in published}
+
+
+async def test_an_unwritable_path_is_one_line_on_stderr_not_a_crash(tmp_path: Path, capsys) -> None:
+    from tuiapp.bus import EventBus
+
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    bus = EventBus()
+    rec = Recorder(blocker / "sub" / "rec.jsonl")  # a directory under a plain file
+    await rec.run(bus.subscribe("recorder"))
+    err = capsys.readouterr().err
+    assert err.startswith("tuiapp: cannot record to ") and err.count("\n") == 1
+    assert rec.error is not None and bus.dropped == {}

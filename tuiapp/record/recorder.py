@@ -107,7 +107,15 @@ class Recorder:
 
     async def run(self, sub: Any) -> None:
         """Record every event of ``sub`` until it closes; the file is complete on return."""
-        self.open()
+        try:
+            self.open()
+        except OSError as exc:
+            # The job itself goes on (the monitor matters more than the file), but say why
+            # there will be no recording; stderr, because stdout is the printer's.
+            self.error = exc
+            print(f"tuiapp: cannot record to {self.path}: {exc.strerror or exc}", file=sys.stderr, flush=True)
+            sub.close()
+            return
         try:
             async for event in sub:
                 self.write(event)
