@@ -1,0 +1,63 @@
+"""Host CPU and memory, and the server process tree's resident memory, through psutil."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+
+import psutil
+
+from tuiapp.events import HostSample
+from tuiapp.telemetry.sampler import Publish, _Loop, _wait_stop
+
+
+def tree_rss_bytes(pid: int) -> int | None:
+    """RSS of a process and all its descendants (SGLang: one scheduler process per rank)."""
+    try:
+        root = psutil.Process(pid)
+        procs = [root, *root.children(recursive=True)]
+    except (psutil.NoSuchProcess, psutil.AccessDenied):
+        return None
+    total = 0
+    for p in procs:
+        try:
+            total += p.memory_info().rss
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue  # a child that exited between listing and reading
+    return total
+
+
+def host_sample(server_pid: int | None) -> HostSample:
+    vm = psutil.virtual_memory()
+    return HostSample(
+        cpu_pct=psutil.cpu_percent(interval=None),
+        mem_used_bytes=int(vm.total - vm.available),
+        mem_total_bytes=int(vm.total),
+        server_rss_bytes=tree_rss_bytes(server_pid) if server_pid else None,
+    )
+
+
+async def run_host_sampler(publish: Publish, *, server_pid: int | None = None,
+                           interval_s: float = 1.0, stop: asyncio.Event | None = None) -> None:
+    """Publish a HostSample every ``interval_s`` (from a daemon thread: walking /proc for a
+    big process tree can take milliseconds) until ``stop`` is set or the task is cancelled."""
+    halt = threading.Event()
+    primed = []
+
+    def tick() -> None:
+        if not primed:  # cpu_percent's first call measures nothing: prime, publish next tick
+            psutil.cpu_percent(interval=None)
+            primed.append(True)
+            return
+        try:
+            publish(host_sample(server_pid))
+        except Exception:
+            pass  # psutil hiccups (a vanished /proc entry) skip one tick
+
+    loop = _Loop("host-sample", tick, interval_s, halt)
+    loop.thread.start()
+    try:
+        while not await _wait_stop(stop, min(0.5, interval_s)):
+            pass
+    finally:
+        halt.set()

@@ -1,0 +1,216 @@
+"""Running a backend: its own threads, a watchdog, and the asyncio face the app awaits.
+
+Every backend call happens in a daemon thread (never on the event loop, never joined at
+exit), so a hung NVML call stalls only telemetry: the watchdog notices a call that has not
+returned for ``hang_timeout_s``, says so once in a Note, and says again when it recovers.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Callable
+
+from tuiapp.events import Note, _Event
+from tuiapp.telemetry.backend import Backend
+
+Publish = Callable[[_Event], None]
+
+
+class _Loop:
+    """One daemon thread calling ``fn`` every ``period_s`` on a fixed schedule."""
+
+    def __init__(self, name: str, fn: Callable[[], None], period_s: float,
+                 halt: threading.Event) -> None:
+        self.name = name
+        self.fn = fn
+        self.period_s = period_s
+        self.halt = halt
+        self.busy_since: float | None = None  # monotonic start of the call in flight
+        self.calls = 0
+        self.thread = threading.Thread(target=self._run, name=f"tuiapp-{name}", daemon=True)
+
+    def _run(self) -> None:
+        next_t = time.monotonic()
+        while not self.halt.is_set():
+            self.busy_since = time.monotonic()
+            try:
+                self.fn()
+            finally:
+                self.busy_since = None
+                self.calls += 1
+            next_t += self.period_s
+            now = time.monotonic()
+            if next_t < now:  # overran: skip the missed ticks rather than burst
+                next_t = now
+            self.halt.wait(next_t - now)
+
+
+class SamplerThreads:
+    """The threads behind one backend: sample (every interval), poll (counters), events."""
+
+    def __init__(self, publish: Publish, backend: Backend, interval_s: float) -> None:
+        self.publish = publish
+        self.backend = backend
+        self.halt = threading.Event()
+        self._errors_seen: set[str] = set()
+        self.loops = [_Loop("gpu-sample", self._sample, interval_s, self.halt)]
+        if backend.poll_period_s:
+            self.loops.append(_Loop("gpu-poll", self._guard(backend.poll), backend.poll_period_s,
+                                    self.halt))
+        self.events_thread = None
+        if backend.has_events:
+            self.events_thread = threading.Thread(target=self._events, name="tuiapp-gpu-events",
+                                                  daemon=True)
+
+    def start(self) -> None:
+        for loop in self.loops:
+            loop.thread.start()
+        if self.events_thread:
+            self.events_thread.start()
+
+    def threads(self) -> list[threading.Thread]:
+        return [lp.thread for lp in self.loops] + ([self.events_thread] if self.events_thread else [])
+
+    def _note_error(self, exc: BaseException) -> None:
+        text = f"GPU telemetry error: {type(exc).__name__}: {exc}"
+        if text not in self._errors_seen:  # once per distinct error, not once a second
+            self._errors_seen.add(text)
+            self.publish(Note(level="warning", text=text, source=self.backend.name))
+
+    def _guard(self, fn: Callable[[], None]) -> Callable[[], None]:
+        def run() -> None:
+            try:
+                fn()
+            except Exception as exc:
+                self._note_error(exc)
+        return run
+
+    def _sample(self) -> None:
+        try:
+            events = self.backend.sample()
+        except Exception as exc:
+            self._note_error(exc)
+            return
+        if self.halt.is_set():
+            return
+        for ev in events:
+            self.publish(ev)
+
+    def _events(self) -> None:
+        while not self.halt.is_set():
+            try:
+                events = self.backend.wait_events(0.5)
+            except Exception as exc:
+                self._note_error(exc)
+                self.halt.wait(0.5)
+                continue
+            for ev in events:
+                self.publish(ev)
+
+    def stalled_s(self) -> float:
+        """How long the oldest call in flight has been running (0 when none)."""
+        now = time.monotonic()
+        starts = [lp.busy_since for lp in self.loops if lp.busy_since is not None]
+        return max((now - s for s in starts), default=0.0)
+
+    def stop(self, close_backend: bool = True) -> None:
+        """Signal the threads and close the backend from yet another daemon thread once they
+        are out of their calls (closing NVML under a hung call could crash)."""
+        self.halt.set()
+
+        def closer() -> None:
+            for t in self.threads():
+                t.join(timeout=2.0)
+            if close_backend and not any(t.is_alive() for t in self.threads()):
+                try:
+                    self.backend.close()
+                except Exception:
+                    pass
+
+        threading.Thread(target=closer, name="tuiapp-gpu-close", daemon=True).start()
+
+
+async def _wait_stop(stop: asyncio.Event | None, timeout_s: float) -> bool:
+    if stop is None:
+        await asyncio.sleep(timeout_s)
+        return False
+    try:
+        await asyncio.wait_for(stop.wait(), timeout_s)
+        return True
+    except asyncio.TimeoutError:
+        return False
+
+
+async def run_gpu_sampler(publish: Publish, backend: Backend | None, *, interval_s: float = 1.0,
+                          stop: asyncio.Event | None = None,
+                          hang_timeout_s: float | None = None) -> None:
+    """Publish a GpuSample per GPU every ``interval_s`` until ``stop`` is set or the task is
+    cancelled; Alerts (gpu_lost, xid) and Notes as they come. Closes the backend at the end."""
+    if backend is None:
+        return
+    hang_s = hang_timeout_s if hang_timeout_s is not None else max(5.0, 3 * interval_s)
+    threads = SamplerThreads(publish, backend, interval_s)
+    threads.start()
+    stalled = False
+    try:
+        while not await _wait_stop(stop, min(0.5, interval_s)):
+            stuck_s = threads.stalled_s()
+            if stuck_s > hang_s and not stalled:
+                stalled = True
+                publish(Note(level="warning", source=backend.name,
+                             text=f"GPU telemetry stalled: a {backend.name} call has not returned "
+                                  f"for {stuck_s:.0f} s (hung GPU or driver?); the rest of the "
+                                  "app keeps running"))
+            elif stalled and stuck_s <= hang_s:
+                stalled = False
+                publish(Note(source=backend.name, text="GPU telemetry resumed"))
+    finally:
+        threads.stop()
+
+
+def _quiet(fn: Callable[[], None]) -> Callable[[], None]:
+    def run() -> None:
+        try:
+            fn()
+        except Exception:
+            pass  # the next sample() reports what is wrong
+    return run
+
+
+def take_snapshot(backend: Backend, interval_s: float = 1.0,
+                  timeout_s: float | None = None) -> list[_Event]:
+    """Two samples ``interval_s`` apart (so rates are real averages), with the poll thread
+    running in between; returns the events of both, GPU samples from the second only.
+    A hung backend gives a Note after ``timeout_s`` instead of blocking forever."""
+    result: list[_Event] = []
+    done = threading.Event()
+    halt = threading.Event()
+
+    def work() -> None:
+        poller = None
+        if backend.poll_period_s:
+            poller = _Loop("gpu-poll", _quiet(backend.poll), backend.poll_period_s, halt)
+            poller.thread.start()
+        try:
+            first = backend.sample()
+            time.sleep(interval_s)
+            second = backend.sample()
+            result.extend(ev for ev in first if ev.kind != "gpu")
+            result.extend(second)
+        except Exception as exc:
+            result.append(Note(level="error", source=backend.name,
+                               text=f"GPU telemetry error: {type(exc).__name__}: {exc}"))
+        finally:
+            halt.set()
+            done.set()
+
+    threading.Thread(target=work, name="tuiapp-gpu-snapshot", daemon=True).start()
+    limit_s = timeout_s if timeout_s is not None else interval_s + 10.0
+    if not done.wait(limit_s):
+        halt.set()
+        return [Note(level="error", source=backend.name,
+                     text=f"GPU telemetry: {backend.name} did not answer within {limit_s:.0f} s "
+                          "(hung GPU or driver?)")]
+    return result

@@ -1,0 +1,95 @@
+"""The simulator's GPUs, read from ``GET {sim_url}/sim/gpus``.
+
+The simulator keeps cumulative PCIe byte counters, like the hardware; rates are deltas over
+the simulator's own clock ``t_s`` (so a sped-up simulation shows simulated bytes per
+simulated second). When the endpoint cannot be reached (server not started, or dead) the
+GPUs still exist, idle with zero used memory, as real GPUs do when their server dies.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+
+from tuiapp.events import GpuSample, Note, _Event
+from tuiapp.telemetry.backend import Backend
+
+_STATIC = ("uuid", "name", "mem_total_bytes", "pcie_gen_max", "pcie_width_max")
+
+
+class SimBackend(Backend):
+    name = "sim"
+
+    def __init__(self, sim_url: str, n_gpus: int = 8, *, timeout_s: float = 0.5,
+                 client: httpx.Client | None = None) -> None:
+        self.url = sim_url.rstrip("/") + "/sim/gpus"
+        self.n_gpus = n_gpus
+        self._client = client or httpx.Client(timeout=timeout_s)
+        self._static: dict[int, dict[str, Any]] = {}
+        self._prev: dict[int, tuple[float, int, int]] = {}
+        self._reachable: bool | None = None
+
+    def fetch(self) -> dict[str, Any] | None:
+        try:
+            resp = self._client.get(self.url)
+            resp.raise_for_status()
+            data = resp.json()
+            if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
+                return None
+            return data
+        except (httpx.HTTPError, ValueError):
+            return None
+
+    def sample(self) -> list[_Event]:
+        data = self.fetch()
+        out: list[_Event] = []
+        reachable = data is not None
+        if reachable != self._reachable:
+            if reachable:
+                out.append(Note(text=f"telemetry: simulated GPUs from {self.url}", source="sim"))
+            else:
+                out.append(Note(level="warning", source="sim",
+                                text=f"simulated GPUs: {self.url} unreachable; showing them idle"))
+            self._reachable = reachable
+        if data is None:
+            self._prev.clear()  # a restarted simulator starts its counters again
+            out.extend(self._idle(i) for i in self._indices())
+            return out
+        t_s = float(data.get("t_s", 0.0))
+        for g in data["gpus"]:
+            out.append(self._from_model(g, t_s))
+        return out
+
+    def _indices(self) -> list[int]:
+        return sorted(self._static) if self._static else list(range(self.n_gpus))
+
+    def _idle(self, index: int) -> GpuSample:
+        static = self._static.get(index, {})
+        return GpuSample(index=index, mem_used_bytes=0, util_pct=0.0,
+                         pcie_tx_bytes_s=0.0, pcie_rx_bytes_s=0.0, pcie_method="sim",
+                         **{k: static.get(k) for k in _STATIC})
+
+    def _from_model(self, g: dict[str, Any], t_s: float) -> GpuSample:
+        index = int(g["index"])
+        self._static[index] = {k: g.get(k) for k in _STATIC}
+        tx_total = int(g.get("pcie_tx_bytes_total") or 0)
+        rx_total = int(g.get("pcie_rx_bytes_total") or 0)
+        tx = rx = None
+        prev = self._prev.get(index)
+        if prev is not None and t_s > prev[0] and tx_total >= prev[1] and rx_total >= prev[2]:
+            tx = (tx_total - prev[1]) / (t_s - prev[0])
+            rx = (rx_total - prev[2]) / (t_s - prev[0])
+        self._prev[index] = (t_s, tx_total, rx_total)
+        return GpuSample(
+            index=index, uuid=g.get("uuid"), name=g.get("name"),
+            mem_used_bytes=g.get("mem_used_bytes"), mem_reserved_bytes=g.get("mem_reserved_bytes"),
+            mem_total_bytes=g.get("mem_total_bytes"), util_pct=g.get("util_pct"),
+            pcie_tx_bytes_s=tx, pcie_rx_bytes_s=rx, pcie_method="sim",
+            pcie_gen=g.get("pcie_gen"), pcie_width=g.get("pcie_width"),
+            pcie_gen_max=g.get("pcie_gen_max"), pcie_width_max=g.get("pcie_width_max"),
+            power_w=g.get("power_w"), temp_c=g.get("temp_c"), sm_clock_mhz=g.get("sm_clock_mhz"),
+        )
+
+    def close(self) -> None:
+        self._client.close()
