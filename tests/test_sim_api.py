@@ -101,7 +101,7 @@ def test_chat_stream_roles_and_deltas(sim):
     chunks = stream(sim.url, "/v1/chat/completions", {"model": "x", "messages": [{"role": "user", "content": "hi"}],
                                                       "max_tokens": 4, "stream": True, "ignore_eos": True})
     data = chunks[:-1]
-    assert data[0]["choices"][0]["delta"] == {"role": "assistant", "content": ""}
+    assert data[0]["choices"][0]["delta"] == {"role": "assistant", "content": "", "reasoning_content": None}
     assert data[-1]["choices"][0]["finish_reason"] == "length" and data[-1]["choices"][0]["delta"] == {}
     assert len([c for c in data if c["choices"][0]["delta"].get("content")]) == 4
     r = httpx.post(sim.url + "/v1/chat/completions", json={"messages": [{"role": "user", "content": "hi"}], "max_tokens": 3, "ignore_eos": True}, timeout=10)

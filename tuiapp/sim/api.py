@@ -198,7 +198,7 @@ class Api:
             "spec_cap_length": float(steps + 1), "spec_block_accept_length": d["spec_accept_length"],
             "spec_num_correct_drafts": d["spec_num_correct_drafts"],
             "spec_num_proposed_drafts": d["spec_num_proposed_drafts"], "spec_verify_ct": d["spec_verify_ct"],
-            "spec_correct_drafts_histogram": None, "spec_cap_lens_histogram": None,
+            "spec_correct_drafts_histogram": [], "spec_cap_lens_histogram": [],
         }
 
     def _watch(self, conn: Connection, reqs: list[SimRequest], done: asyncio.Future) -> None:
@@ -333,7 +333,8 @@ class Api:
 
         def usage(r: SimRequest) -> dict:
             u = {"prompt_tokens": r.prompt_tokens, "total_tokens": r.prompt_tokens + r.completion_tokens,
-                 "completion_tokens": r.completion_tokens, "prompt_tokens_details": None, "reasoning_tokens": 0}
+                 "completion_tokens": r.completion_tokens, "prompt_tokens_details": None, "reasoning_tokens": 0,
+                 "completion_tokens_details": None}
             if sim.ns.enable_cache_report:
                 u["prompt_tokens_details"] = {"cached_tokens": r.cached_tokens}
             return u
@@ -356,9 +357,9 @@ class Api:
             out = []
             if chat:
                 if state["first"]:
-                    out.append(chunk([{"index": 0, "delta": {"role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None, "matched_stop": None}], r, continuous_usage))
+                    out.append(chunk([{"index": 0, "delta": {"role": "assistant", "content": "", "reasoning_content": None}, "logprobs": None, "finish_reason": None, "matched_stop": None}], r, continuous_usage))
                 if delta:
-                    out.append(chunk([{"index": 0, "delta": {"content": delta}, "logprobs": None, "finish_reason": None, "matched_stop": None}], r, continuous_usage))
+                    out.append(chunk([{"index": 0, "delta": {"role": None, "content": delta, "reasoning_content": None}, "logprobs": None, "finish_reason": None, "matched_stop": None}], r, continuous_usage))
                 if fin:
                     out.append(chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": fin, "matched_stop": matched}], r, continuous_usage))
             elif delta or fin:
@@ -388,7 +389,7 @@ class Api:
         await self._run([r], done)
         fin, matched = _oai_finish(r.finish_reason)
         if chat:
-            choice = {"index": 0, "message": {"role": "assistant", "content": r.text, "reasoning_content": None, "tool_calls": None},
+            choice = {"index": 0, "message": {"role": "assistant", "content": r.text, "reasoning_content": None},
                       "logprobs": None, "finish_reason": fin, "matched_stop": matched}
         else:
             choice = {"index": 0, "text": r.text, "logprobs": None, "finish_reason": fin, "matched_stop": matched}

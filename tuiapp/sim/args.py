@@ -167,6 +167,7 @@ def resolved_server_args(ns: argparse.Namespace, plan) -> dict:
         out.pop(old, None)
     out.update(
         tokenizer_path=ns.tokenizer_path or ns.model_path,
+        disaggregation_mode="null",
         served_model_name=ns.served_model_name or ns.model_path,
         context_length=ns.context_length,
         ep_size=plan.ep_size,

@@ -1,0 +1,73 @@
+"""Decode pacing: a client measuring (completion_tokens - 1) / (e2e - ttft) sees the model's rate."""
+
+import time
+
+import httpx
+import orjson
+import pytest
+
+from tuiapp.sim.args import parse_args
+from tuiapp.sim.engine import AcceptSampler
+from tuiapp.sim.model import expected_tok_s, plan_for
+from tuiapp.sim.process import SimProcess
+
+BASE = ["--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"]
+
+
+def measure(url: str, max_new: int) -> tuple[float, dict, list[int]]:
+    """Client-side decode tok/s, final meta_info, and tokens per chunk."""
+    body = {"text": "What is the capital of France? Answer in detail please.", "stream": True,
+            "sampling_params": {"max_new_tokens": max_new, "ignore_eos": True, "temperature": 0}}
+    t_first = t_last = None
+    per_chunk, last_n, meta = [], 0, {}
+    with httpx.stream("POST", url + "/generate", json=body, timeout=60) as r:
+        for line in r.iter_lines():
+            if not line.startswith("data: {"):
+                continue
+            now = time.perf_counter()
+            meta = orjson.loads(line[6:])["meta_info"]
+            t_first = t_first or now
+            t_last = now
+            per_chunk.append(meta["completion_tokens"] - last_n)
+            last_n = meta["completion_tokens"]
+    return (meta["completion_tokens"] - 1) / (t_last - t_first), meta, per_chunk
+
+
+def test_accept_sampler_is_stratified_and_seeded():
+    p, steps = 0.81, 3
+    expected = sum(p**j for j in range(steps + 1))
+    a = AcceptSampler(7, p, steps)
+    draws = [a.draw() for _ in range(160)]
+    assert set(draws) <= {1, 2, 3, 4} and len(set(draws)) >= 3
+    assert sum(draws) / len(draws) == pytest.approx(expected, rel=0.02)
+    b = AcceptSampler(7, p, steps)
+    assert [b.draw() for _ in range(160)] == draws
+
+
+def test_default_config_paces_at_89_5():
+    with SimProcess(BASE) as sim:
+        sim.wait_ready()
+        tok_s, meta, per_chunk = measure(sim.url, 150)
+    assert set(per_chunk) == {1}
+    assert tok_s == pytest.approx(89.5, rel=0.01)
+
+
+def test_continuous_decode_steps_stream_in_groups():
+    old = BASE + ["--cuda-graph-max-bs", "512", "--mem-fraction-static", "0.88", "--num-continuous-decode-steps", "4"]
+    with SimProcess(old) as sim:
+        sim.wait_ready()
+        tok_s, _, per_chunk = measure(sim.url, 121)
+    assert per_chunk[0] == 1 and set(per_chunk[1:]) == {4}
+    assert tok_s == pytest.approx(expected_tok_s(old), rel=0.01) and expected_tok_s(old) == pytest.approx(82.0)
+
+
+def test_speculative_pacing_matches_verify_steps():
+    eagle = BASE + ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "d"]
+    plan = plan_for(parse_args(eagle), {})
+    with SimProcess(eagle) as sim:
+        sim.wait_ready()
+        tok_s, meta, per_chunk = measure(sim.url, 120)
+    # e2e - ttft is exactly spec_verify_ct steps of the modelled verify step
+    assert tok_s == pytest.approx((meta["completion_tokens"] - 1) / (meta["spec_verify_ct"] * plan.step_s), rel=0.01)
+    assert tok_s == pytest.approx(plan.expected_tok_s, rel=0.05)
+    assert max(per_chunk) > 1
