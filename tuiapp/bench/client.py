@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import orjson
 
+from tuiapp.bench.lean_transport import LeanTransport
 from tuiapp.bench.settings import ApiName, BenchSettings, Timeouts
 from tuiapp.bench.workload import Prompt
 
@@ -128,6 +129,7 @@ def make_client(timeouts: Timeouts, *, api_key: str | None, concurrency: int) ->
     # httpx's read timeout is a backstop; the loop's watchdog enforces first-token/stall.
     read_s = max(timeouts.first_token_s, timeouts.stall_s) + 5.0
     return httpx.AsyncClient(
+        transport=LeanTransport(connect_timeout_s=timeouts.connect_s),
         headers=headers,
         timeout=httpx.Timeout(connect=timeouts.connect_s, read=read_s, write=30.0, pool=None),
         limits=httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency + 4),

@@ -40,6 +40,7 @@ class FakeSGLang:
     old_paths_only: bool = False  # an older SGLang: only /get_server_info, /get_model_info
     faults: deque[str] = field(default_factory=deque)
     requests: int = 0
+    tokens_sent: int = 0  # every token streamed, finished or not (client-cost accounting)
     flushes: int = 0
     last_body: dict[str, Any] | None = None
     _server: asyncio.base_events.Server | None = None
@@ -150,6 +151,8 @@ class FakeSGLang:
             f"sglang:token_usage{{{lbl}}} 0.25",
             "# TYPE sglang:num_retracted_reqs gauge",
             f"sglang:num_retracted_reqs{{{lbl}}} 0.0",
+            "# TYPE sglang:generation_tokens_total counter",
+            f'sglang:generation_tokens_total{{model_name="{self.model}"}} {float(self.tokens_sent)}',
         ]
         if self.spec:
             rate = (self.tokens_per_chunk - 1) / (self.num_draft_tokens - 1)
@@ -176,7 +179,7 @@ class FakeSGLang:
         if native:
             n = int(req["sampling_params"]["max_new_tokens"])
         else:
-            n = int(req["max_tokens"])
+            n = int(req.get("max_tokens") or req.get("max_completion_tokens") or 16)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
         sizes = [1]
         while sum(sizes) < n:
@@ -207,6 +210,7 @@ class FakeSGLang:
                 await writer.drain()
                 return True
             emitted += size
+            self.tokens_sent += size
             piece = " tok" * size
             text.append(piece)
             last = i == len(sizes) - 1

@@ -1,0 +1,259 @@
+"""A lean HTTP/1.1 transport for httpx: plain-http keep-alive over asyncio protocols.
+
+httpx's default stack (httpcore on anyio) pays per socket read for a timeout scope and a
+pause/resume of the transport (an epoll unregister/register): ~100 us per SSE chunk,
+which at 64 streams of one token per chunk is most of a core. Here a protocol appends
+to a buffer and wakes the one reader; chunked framing is undone with bytes.find, and all
+complete chunks in the buffer come out as one piece. Timeouts other than connect are
+the loop's watchdog's job. https and anything unusual fall back to httpx's own transport.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+
+import httpx
+
+_MAX_HEAD_BYTES = 64 * 1024
+
+
+class _Conn(asyncio.Protocol):
+    def __init__(self) -> None:
+        self.buf = bytearray()
+        self.transport: asyncio.Transport | None = None
+        self.closed = False
+        self._waiter: asyncio.Future[None] | None = None
+
+    # protocol callbacks
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = transport  # type: ignore[assignment]
+
+    def data_received(self, data: bytes) -> None:
+        self.buf += data
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    def eof_received(self) -> bool:
+        self._lost()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost()
+
+    def _lost(self) -> None:
+        self.closed = True
+        w = self._waiter
+        if w is not None and not w.done():
+            w.set_result(None)
+
+    async def more(self) -> None:
+        """Wait until more bytes arrive; raises RemoteProtocolError at EOF."""
+        if self.closed:
+            raise httpx.RemoteProtocolError("server closed the connection")
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
+        if self.closed and not self.buf:
+            raise httpx.RemoteProtocolError("server closed the connection")
+
+    def close(self) -> None:
+        self.closed = True
+        if self.transport is not None:
+            self.transport.close()
+
+
+class _Body(httpx.AsyncByteStream):
+    def __init__(self, transport: LeanTransport, key: tuple[str, int], conn: _Conn, length: int | None, chunked: bool, keep: bool) -> None:
+        self._t, self._key, self._conn = transport, key, conn
+        self._length, self._chunked, self._keep = length, chunked, keep
+        self._complete = False
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        conn = self._conn
+        if self._chunked:
+            async for piece in self._dechunk(conn):
+                yield piece
+        elif self._length is not None:
+            left = self._length
+            while left > 0:
+                if not conn.buf:
+                    await conn.more()
+                take = bytes(conn.buf[:left])
+                del conn.buf[: len(take)]
+                left -= len(take)
+                yield take
+        else:  # body until close
+            while True:
+                if conn.buf:
+                    data = bytes(conn.buf)
+                    conn.buf.clear()
+                    yield data
+                if conn.closed:
+                    break
+                try:
+                    await conn.more()
+                except httpx.RemoteProtocolError:
+                    break
+            self._keep = False
+        self._complete = True
+
+    async def _dechunk(self, conn: _Conn) -> AsyncIterator[bytes]:
+        buf = conn.buf
+        while True:
+            out = []
+            pos = 0
+            done = False
+            while True:
+                eol = buf.find(b"\r\n", pos)
+                if eol < 0:
+                    break
+                size = int(bytes(buf[pos:eol]).split(b";", 1)[0], 16)
+                start = eol + 2
+                if size == 0:
+                    end = buf.find(b"\r\n", start)  # trailers end with an empty line
+                    if end != start:
+                        if end < 0:
+                            break
+                        end = buf.find(b"\r\n\r\n", start)
+                        if end < 0:
+                            break
+                        end += 2
+                    pos = end + 2
+                    done = True
+                    break
+                if len(buf) < start + size + 2:
+                    break
+                out.append(bytes(buf[start : start + size]))
+                pos = start + size + 2
+            if pos:
+                del buf[:pos]
+            if out:
+                yield b"".join(out)
+            if done:
+                return
+            await conn.more()
+
+    async def aclose(self) -> None:
+        conn = self._conn
+        if self._complete and self._keep and not conn.closed and not conn.buf:
+            self._t._release(self._key, conn)
+        else:
+            conn.close()
+
+
+class LeanTransport(httpx.AsyncBaseTransport):
+    def __init__(self, *, connect_timeout_s: float = 5.0, max_idle: int = 256) -> None:
+        self._connect_timeout_s = connect_timeout_s
+        self._max_idle = max_idle
+        self._idle: dict[tuple[str, int], list[_Conn]] = {}
+        self._fallback = httpx.AsyncHTTPTransport()
+
+    def _release(self, key: tuple[str, int], conn: _Conn) -> None:
+        pool = self._idle.setdefault(key, [])
+        if len(pool) < self._max_idle:
+            pool.append(conn)
+        else:
+            conn.close()
+
+    async def _connect(self, host: str, port: int) -> _Conn:
+        loop = asyncio.get_running_loop()
+        try:
+            _, conn = await asyncio.wait_for(loop.create_connection(_Conn, host, port), self._connect_timeout_s)
+        except asyncio.TimeoutError:
+            raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from None
+        except OSError as exc:
+            raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
+        return conn
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        url = request.url
+        if url.scheme != "http":
+            return await self._fallback.handle_async_request(request)
+        host, port = url.host, url.port or 80
+        key = (host, port)
+        body = await request.aread()
+        head = [f"{request.method} {url.raw_path.decode('ascii')} HTTP/1.1\r\n".encode()]
+        has_host = False
+        for name, value in request.headers.raw:
+            low = name.lower()
+            if low == b"host":
+                has_host = True
+            if low in (b"transfer-encoding", b"content-length", b"connection"):
+                continue
+            head.append(name + b": " + value + b"\r\n")
+        if not has_host:
+            head.append(f"host: {host}:{port}\r\n".encode())
+        head.append(b"content-length: %d\r\n\r\n" % len(body))
+        data = b"".join(head) + body
+        pool = self._idle.get(key)
+        while True:
+            reused = bool(pool)
+            conn = pool.pop() if pool else await self._connect(host, port)
+            if conn.closed:
+                continue
+            conn.transport.write(data)  # type: ignore[union-attr]
+            read_s = (request.extensions.get("timeout") or {}).get("read")
+            try:
+                return await asyncio.wait_for(self._response(key, conn, request), read_s)
+            except asyncio.TimeoutError:
+                conn.close()
+                raise httpx.ReadTimeout("no response head in time") from None
+            except httpx.RemoteProtocolError:
+                conn.close()
+                if not reused:
+                    raise
+                # a keep-alive connection the server had closed: retry once on a fresh one
+                pool = None
+
+    async def _response(self, key: tuple[str, int], conn: _Conn, request: httpx.Request) -> httpx.Response:
+        buf = conn.buf
+        while True:
+            end = buf.find(b"\r\n\r\n")
+            if end >= 0:
+                break
+            if len(buf) > _MAX_HEAD_BYTES:
+                conn.close()
+                raise httpx.RemoteProtocolError("response head too large")
+            await conn.more()
+        lines = bytes(buf[:end]).split(b"\r\n")
+        del buf[: end + 4]
+        try:
+            version, status, *_ = lines[0].split(b" ", 2)
+            status_code = int(status)
+        except ValueError:
+            conn.close()
+            raise httpx.RemoteProtocolError(f"bad status line {lines[0][:80]!r}") from None
+        headers = []
+        length = None
+        chunked = False
+        keep = version == b"HTTP/1.1"
+        for line in lines[1:]:
+            name, _, value = line.partition(b":")
+            name, value = name.strip(), value.strip()
+            headers.append((name, value))
+            low = name.lower()
+            if low == b"content-length":
+                length = int(value)
+            elif low == b"transfer-encoding" and b"chunked" in value.lower():
+                chunked = True
+            elif low == b"connection":
+                keep = value.lower() != b"close" if keep else value.lower() == b"keep-alive"
+        if request.method == "HEAD" or status_code in (204, 304):
+            length, chunked = 0, False
+        return httpx.Response(
+            status_code,
+            headers=headers,
+            stream=_Body(self, key, conn, length, chunked, keep),
+            extensions={"http_version": b"HTTP/1.1"},
+        )
+
+    async def aclose(self) -> None:
+        for pool in self._idle.values():
+            for conn in pool:
+                conn.close()
+        self._idle.clear()
+        await self._fallback.aclose()
