@@ -280,7 +280,9 @@ def _findings(facts: list[_TrialFacts], start_t_s: float, results: list[TrialRes
     measured = [f for f in facts if f.decode]
     if not measured:
         return ["- No benchmark run completed: nothing to compare."]
-    base = measured[0]
+    # the ledger's baseline when there is one; else the first trial that ran
+    base_names = [r.name for r in results if r.row.get("is_baseline") or r.row.get("verdict") == "baseline"]
+    base = next((f for f in measured if base_names and f.name == base_names[0]), measured[0])
     if len(measured) == 1:
         ci = ci95(base.decode)
         out.append(f"- Decode: {mean(base.decode):.2f} tok/s mean, sd {_num(sd(base.decode))}, 95% CI "
@@ -288,7 +290,9 @@ def _findings(facts: list[_TrialFacts], start_t_s: float, results: list[TrialRes
     else:
         best = max(measured, key=lambda f: mean(f.decode) or 0.0)
         out.append(f"- Fastest: **{best.name}**, {mean(best.decode):.2f} tok/s decode (n={len(best.decode)}).")
-    for f in measured[1:]:
+    for f in measured:
+        if f is base:
+            continue
         delta = (mean(f.decode) or 0.0) - (mean(base.decode) or 0.0)
         pct = 100 * delta / (mean(base.decode) or 1.0)
         out.append(f"- {f.name} vs {base.name}: {delta:+.2f} tok/s ({pct:+.1f}%), "
