@@ -123,3 +123,36 @@ def test_isolate_attributes_the_gain_knob_by_knob(tmp_path, capsys):
     delta = {k: rows[f"new/{k}"]["delta_tok_s"] for k in knobs}
     assert delta["cuda-graph-max-bs"] > delta["num-continuous-decode-steps"] > delta["mem-fraction-static"]
     assert "attribution: new +" in out and "interaction" in out
+
+
+def test_headless_run_never_imports_textual_and_exit_code(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from tuiapp.cli import main; "
+        f"rc = main(['trials', {str(DATA / 'tiny.toml')!r}, '--sim', '--sim-speed', '50', '--headless', "
+        f"'--telemetry', 'off', '--ledger', {str(tmp_path / 'l.json')!r}]); "
+        "assert 'textual' not in sys.modules, 'textual imported'; sys.exit(rc)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = json.loads((tmp_path / "l.json").read_text())
+    assert [(r["name"], r["status"]) for r in rows] == [("only", "ok"), ("broken", "keyerror")]
+    assert rows[0]["peak_mem_bytes"] == {}  # telemetry off: no figure, not a zero
+    assert "| broken | keyerror |" in proc.stdout
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["--resume"], "--resume needs --ledger"),
+        (["--isolate", "new", "--only", "old"], "cannot be combined"),
+        (["--only", "nope"], "no trial named 'nope'"),
+        (["--isolate", "old"], "--isolate old: no such trial"),
+    ],
+)
+def test_bad_options_are_one_line_usage_errors(argv, words, capsys):
+    assert main(["trials", str(PLAN), *argv]) == 2
+    err = capsys.readouterr().err
+    assert words in err and err.count("\n") == 1

@@ -27,7 +27,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sim", action="store_true",
                         help="run every server through the built-in simulator (no GPU, no SGLang)")
     parser.add_argument("--sim-speed", type=float, default=DEFAULT_SIM_SPEED, metavar="X",
-                        help=f"with --sim: simulated time runs X times faster (default {DEFAULT_SIM_SPEED:g})")
+                        help=f"with --sim: start-up and failures happen X times faster; decode pacing "
+                             f"stays real (default {DEFAULT_SIM_SPEED:g})")
     parser.add_argument("--telemetry", choices=["auto", "nvml", "sim", "off"], default="auto",
                         help="GPU sampler for each trial (default: nvml, or sim with --sim)")
     parser.add_argument("--log-dir", metavar="DIR",
@@ -92,35 +93,23 @@ def run(args: argparse.Namespace) -> int:
 def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
     from pathlib import Path
 
-    from tuiapp.session import Session
     from tuiapp.session import run as run_session
-    from tuiapp.trials.controls import TrialsControls
-    from tuiapp.trials.runner import PlanRunner, RunnerOptions
+    from tuiapp.trials.runner import RunnerOptions
+    from tuiapp.trials.session import build_trials_session, ledger_report
 
     options = RunnerOptions(
         ledger_path=ledger_path, ledger_md=Path(args.ledger_md) if args.ledger_md else None,
         ledger_csv=Path(args.ledger_csv) if args.ledger_csv else None, resume=args.resume,
         sim_speed=args.sim_speed if args.sim else None, telemetry=args.telemetry, log_dir=log_dir,
-        keep_open=not args.headless,
     )
-    box: list[Session] = []
-    runner = PlanRunner(plan, trials, ledger, options, on_done=lambda code: box[0].finish(code) if args.headless else None)
-    session = Session(
-        title=f"trials: {plan.name}" + (f" --isolate {args.isolate}" if args.isolate else ""),
-        sources=[runner.run], controls=TrialsControls(runner),
-        record_path=Path(args.record) if args.record else None,
-        header={"mode": "trials", "plan": str(plan.path), "trials": [t.name for t in trials],
-                "sim": bool(args.sim)},
-        on_stop=runner.shutdown,
-    )
-    box.append(session)
+    title = f"trials: {plan.name}" + (f" --isolate {args.isolate}" if args.isolate else "")
+    session, _runner = build_trials_session(
+        plan, trials, ledger, options, headless=args.headless, title=title,
+        record_path=Path(args.record) if args.record else None)
     code = run_session(session, headless=args.headless, theme=args.theme)
     if ledger.rows:
         print()
-        print(ledger.to_markdown(), end="")
-        for row in ledger.rows.values():
-            if row.confound:
-                print(f"warning: {row.confound}")
+        print(ledger_report(ledger))
     if ledger_path is not None:
         print(f"ledger: {ledger_path}")
     return code

@@ -142,7 +142,8 @@ class PlanRunner:
         def state(phase: str, message: str = "") -> None:
             publish(TrialState(name=cfg.name, index=index, total=total, phase=phase, message=message))
 
-        state("preflight", " ".join(row.argv))
+        shown_env = " ".join(f"{k}={v}" for k, v in row.env.items())
+        state("preflight", " ".join(row.argv) + (f"  (env {shown_env})" if shown_env else ""))
         if (problem := await asyncio.to_thread(self._preflight, argv, publish, cfg.name)) is not None:
             row.status, row.first_error = "preflight", problem
             state("failed", problem)

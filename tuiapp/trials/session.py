@@ -1,0 +1,47 @@
+"""A plan as a session: the runner is the one source; headless or TUI as the caller says.
+
+``tuiapp trials`` and ``tuiapp demo`` both build it here, so the demo runs the very path
+a real plan takes.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tuiapp.session import Session
+from tuiapp.trials.controls import TrialsControls
+from tuiapp.trials.ledger import Ledger
+from tuiapp.trials.plan import Plan, TrialConfig
+from tuiapp.trials.runner import PlanRunner, RunnerOptions
+
+
+def build_trials_session(plan: Plan, trials: list[TrialConfig], ledger: Ledger, options: RunnerOptions,
+                         *, headless: bool, title: str | None = None,
+                         record_path: Path | None = None) -> tuple[Session, PlanRunner]:
+    """The session that runs ``trials`` (headless: it ends after the last trial, with exit
+    code 1 when the first trial - the reference of the rest - failed; TUI: it stays up so
+    the ledger can be read)."""
+    options.keep_open = not headless
+    box: list[Session] = []
+
+    def done(code: int) -> None:
+        if headless:
+            box[0].finish(code)
+
+    runner = PlanRunner(plan, trials, ledger, options, on_done=done)
+    session = Session(
+        title=title or f"trials: {plan.name}", sources=[runner.run], controls=TrialsControls(runner),
+        record_path=record_path,
+        header={"mode": "trials", "plan": str(plan.path), "trials": [t.name for t in trials],
+                "sim": options.sim_speed is not None},
+        on_stop=runner.shutdown,
+    )
+    box.append(session)
+    return session, runner
+
+
+def ledger_report(ledger: Ledger) -> str:
+    """What a finished plan prints: the Markdown ledger and its confound warnings."""
+    lines = [ledger.to_markdown().rstrip("\n")]
+    lines += [f"warning: {row.confound}" for row in ledger.rows.values() if row.confound]
+    return "\n".join(lines)
