@@ -28,30 +28,34 @@ _TAGS_RE = re.compile(r"(?:\[(?:PG [^\]]*|Rank \d+)\] ?)+")
 _E = r"[\w.]*(?:Error|Exception): "  # an exception line's type
 
 
+PRIORITY = ["oom", "nccl", "jit_arch", "keyerror", "assertion", "hang", "kv_pressure", "error", "crash"]
+
+
 @dataclass(slots=True)
 class Rule:
     kind: str
     regex: re.Pattern[str]
     severity: str = "error"
     signature: str | None = None  # fixed signature: one incident whatever the text
+    prio: float = 0.0
 
 
 def _r(kind: str, pattern: str, severity: str = "error", signature: str | None = None,
-       flags: int = 0) -> Rule:
-    return Rule(kind, re.compile(pattern, flags), severity, signature)
-
-
-PRIORITY = ["oom", "nccl", "jit_arch", "keyerror", "assertion", "hang", "kv_pressure", "error", "crash"]
+       flags: int = 0, prio: float | None = None) -> Rule:
+    return Rule(kind, re.compile(pattern, flags), severity, signature,
+                PRIORITY.index(kind) if prio is None else prio)
 
 RULES: list[Rule] = [
     _r("oom", r"(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b"),
     _r("oom", _E + r".*\bCUDA (?:error: )?out of memory"),
     _r("oom", _E + r"Not enough memory\b"),
     _r("oom", r"(?:" + _E + r")?(?:Prefill|Decode) out of memory\b"),
-    _r("oom", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed"),
+    # a capture failure is an oom unless its cause names something more specific
+    # (FlashInfer JIT arch, NCCL invalid usage, an assertion)
+    _r("oom", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed", prio=PRIORITY.index("error") - 0.5),
     _r("oom", _E + r".*CUBLAS_STATUS_ALLOC_FAILED"),
     _r("oom", r"\S+:\d+:\d+ \[\d+\] NCCL WARN .*out of memory"),
-    _r("nccl", r"Watchdog caught collective operation timeout", signature="nccl:timeout"),
+    _r("nccl", r"Watchdog caught collective operation timeout"),
     _r("nccl", r"(?:[\w.]+\.)?DistBackendError\b"),
     _r("nccl", _E + r".*\bNCCL (?:error|communicator was aborted)"),
     _r("nccl", r"terminate called after throwing an instance of 'c10::DistBackendError'"),
@@ -73,6 +77,7 @@ RULES: list[Rule] = [
     _r("error", r"\w+ hit an exception\b"),
     _r("error", r"Initialization failed\. warmup error"),
     _r("error", r"[\w.-]+\.py: error: "),  # argparse: unrecognized/ambiguous option
+    _r("error", r"ERROR:\s+\[Errno \d+\] "),  # uvicorn: e.g. the port is taken
     _r("crash", r"Received sigquit from a child process", signature="crash"),
     _r("crash", r"SIGQUIT received\.", signature="crash"),
     _r("crash", r"Subprocess \S+ \(pid=\d+\) crashed with exit code -?\d+", signature="crash"),
@@ -164,9 +169,8 @@ def classify(body: list[str]) -> Finding | None:
             continue
         for rule in RULES:
             if rule.regex.match(line):
-                prio = PRIORITY.index(rule.kind)
-                if best is None or prio < best[0]:
-                    best = (prio, rule, line)
+                if best is None or rule.prio < best[0]:
+                    best = (rule.prio, rule, line)
                 break
     final = final_exception(body) if any("Traceback (most recent" in b for b in body) else None
     if best is None:
@@ -176,7 +180,7 @@ def classify(body: list[str]) -> Finding | None:
         exc_name = exc_m.group(1) if exc_m else ""
         if exc_name in _QUIET_EXC or exc_name.endswith("Warning"):
             return None
-        best = (PRIORITY.index("error"), Rule("error", EXC_RE), final)
+        best = (PRIORITY.index("error"), Rule("error", EXC_RE, prio=PRIORITY.index("error")), final)
     _, rule, matched = best
     # The exception Python printed last names the failure; a tool's line (nvcc, c10) or a
     # logged message is the better human line when no exception line matched.
@@ -192,7 +196,7 @@ def classify(body: list[str]) -> Finding | None:
                 if r not in ranks:
                     ranks.append(r)
                 break
-    signature = rule.signature or (f"{rule.kind}:{normalise(message)}")
-    if rule.kind == "nccl" and any("collective operation timeout" in b for b in body):
-        signature = "nccl:timeout"
+    # NCCL failures come as bursts of differently worded lines (NCCL WARN, c10 watchdog,
+    # terminate/what(), DistBackendError tracebacks): one incident per burst.
+    signature = "nccl" if rule.kind == "nccl" else rule.signature or f"{rule.kind}:{normalise(message)}"
     return Finding(rule.kind, rule.severity, message, signature, ranks, final is not None)
