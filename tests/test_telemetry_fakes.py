@@ -46,15 +46,25 @@ class FakeNvml(SimpleNamespace):
     NVML_TEMPERATURE_GPU = 0
     NVML_CLOCK_SM = 1
 
-    def __init__(self, gpus: list[FakeGpu], *, init_error: int | None = None) -> None:
+    def __init__(self, gpus: list[FakeGpu], *, init_error: int | None = None,
+                 real_time: bool = False) -> None:
         super().__init__()
         self.gpus = gpus
         self.init_error = init_error
         self.t0 = time.time()
-        self.now = self.t0  # the fake clock: tests advance it
+        self._now = self.t0  # the fake clock: tests advance it (or it follows time.time())
+        self.real_time = real_time
         self.events: list[tuple[int, int]] = []  # (gpu index, xid) waiting to be delivered
         self.barrier: threading.Barrier | None = None  # PcieThroughput waits on it
         self.shutdown_called = False
+
+    @property
+    def now(self) -> float:
+        return time.time() if self.real_time else self._now
+
+    @now.setter
+    def now(self, value: float) -> None:
+        self._now = value
 
     # -- helpers
     def _gpu(self, handle: Any, fn: str) -> FakeGpu:

@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
     if not gpus:
         print(f"tuiapp gpus: {'; '.join(notes)}", file=sys.stderr)
         return 1
-    if not args.json:
-        for n in notes[1:]:
+    if not args.json:  # what the source is, how PCIe is measured, what is off: on stderr
+        for n in notes:
             print(n, file=sys.stderr)
     return 0

@@ -75,7 +75,9 @@ def parse_exporter_text(text: str, default_node: str | None = None) -> list[dict
     gpus: dict[tuple[str | None, int], dict[str, Any]] = {}
     for family in text_string_to_metric_families(text):
         for s in family.samples:
-            key = _FIELDS.get(s.name)
+            # the parser renames a counter's samples NAME_total; dcgm-exporter's are plain NAME
+            name = family.name if s.name == family.name + "_total" else s.name
+            key = _FIELDS.get(name)
             if key is None or "gpu" not in s.labels or s.labels.get("GPU_I_ID"):
                 continue
             node = s.labels.get("Hostname") or default_node
