@@ -8,13 +8,10 @@ the headless job printed, every run, every alert, per-GPU peaks, and links to th
 from __future__ import annotations
 
 import time
-from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuiapp.bench.stats import ci95, mean, sd, verdict
 from tuiapp.events import (
     Alert,
     GpuSample,
@@ -25,35 +22,15 @@ from tuiapp.events import (
     TrialState,
     _Event,
 )
+from tuiapp.record.findings import findings, per_trial_section, trial_facts
+from tuiapp.record.markdown import GIB, hms, num, table
 from tuiapp.record.printer import Printer
 from tuiapp.record.reading import Recording
 from tuiapp.record.svg import Band, Series, line_chart
 
-GIB = 1024**3
-
-
-def _cell(value: Any) -> str:
-    text = "" if value is None else str(value)
-    return text.replace("|", "\\|").replace("\n", " ").strip() or "-"
-
-
-def _num(value: Any, spec: str = ".2f") -> str:
-    return format(value, spec) if isinstance(value, (int, float)) else "n/a"
-
-
-def _table(head: list[str], rows: list[list[str]]) -> list[str]:
-    out = ["| " + " | ".join(head) + " |", "|" + "|".join("---" for _ in head) + "|"]
-    out += ["| " + " | ".join(_cell(c) for c in row) + " |" for row in rows]
-    return out
-
 
 def _utc(t_s: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t_s))
-
-
-def _hms(seconds: float) -> str:
-    s = int(round(seconds))
-    return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}"
 
 
 def _diff_text(diff: Any) -> str:
@@ -193,128 +170,13 @@ def _ledger_rows(results: list[TrialResult]) -> list[list[str]]:
         notes = [x for x in (row.get("first_error"), row.get("confound")) if x]
         rows.append([
             res.name, res.status,
-            f"{_num(mean)} ± {_num(row.get('sd_decode_tok_s'))}" + (f" (n={n})" if n else ""),
+            f"{num(mean)} ± {num(row.get('sd_decode_tok_s'))}" + (f" (n={n})" if n else ""),
             f"{ci[0]:.2f}-{ci[1]:.2f}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "n/a",
-            "" if delta is None else f"{delta:+.2f} ({_num(row.get('delta_pct'), '+.1f')}%)",
-            row.get("verdict") or "n/a", _num(row.get("accept_length")),
+            "" if delta is None else f"{delta:+.2f} ({num(row.get('delta_pct'), '+.1f')}%)",
+            row.get("verdict") or "n/a", num(row.get("accept_length")),
             _diff_text(row.get("diff")) or "-", "; ".join(str(x) for x in notes),
         ])
     return rows
-
-
-@dataclass
-class _TrialFacts:
-    name: str
-    x0: float
-    x1: float
-    decode: list[float] = field(default_factory=list)
-    accept: list[float] = field(default_factory=list)
-    ttft_s: list[float] = field(default_factory=list)
-    pcie_sum_bytes_s: float = 0.0  # tx + rx summed over samples, for the per-GPU mean
-    pcie_samples: int = 0
-    pcie_peak_bytes_s: float | None = None
-    mem_peak_bytes: int | None = None
-    mem_total_bytes: int | None = None
-    alerts: list[Alert] = field(default_factory=list)
-
-
-def _trial_facts(rec: Recording, bands: list[Band], alerts: list[Alert]) -> list[_TrialFacts]:
-    """Per trial, from the events themselves (works without a ledger, e.g. for attach)."""
-    facts = [_TrialFacts(b.label, b.x0, b.x1) for b in bands] or [_TrialFacts("whole recording", 0.0, rec.duration_s)]
-    by_name = {f.name: f for f in facts}
-    starts = [f.x0 for f in facts]
-
-    def at(x: float) -> _TrialFacts:
-        k = max(0, bisect_right(starts, x) - 1)
-        return facts[k]
-
-    t0 = rec.start_t_s
-    for ev in rec.events:
-        x = ev.t_s - t0
-        if isinstance(ev, RunDone):
-            f = by_name.get(ev.trial or "") or at(x)
-            if ev.decode_tok_s is not None:
-                f.decode.append(ev.decode_tok_s)
-            if ev.accept_length is not None:
-                f.accept.append(ev.accept_length)
-            if ev.ttft_s is not None:
-                f.ttft_s.append(ev.ttft_s)
-        elif isinstance(ev, GpuSample):
-            f = at(x)
-            if ev.pcie_tx_bytes_s is not None and ev.pcie_rx_bytes_s is not None:
-                both = ev.pcie_tx_bytes_s + ev.pcie_rx_bytes_s
-                f.pcie_sum_bytes_s += both
-                f.pcie_samples += 1
-                f.pcie_peak_bytes_s = both if f.pcie_peak_bytes_s is None else max(f.pcie_peak_bytes_s, both)
-            if ev.mem_used_bytes is not None:
-                f.mem_peak_bytes = max(f.mem_peak_bytes or 0, ev.mem_used_bytes)
-            f.mem_total_bytes = ev.mem_total_bytes or f.mem_total_bytes
-    for a in alerts:
-        at(a.t_s - t0).alerts.append(a)
-    return facts
-
-
-def _per_trial_section(facts: list[_TrialFacts]) -> list[str]:
-    rows = []
-    for f in facts:
-        m, sdev, ci = mean(f.decode), sd(f.decode), ci95(f.decode)
-        pcie = f.pcie_sum_bytes_s / f.pcie_samples if f.pcie_samples else None
-        rows.append([
-            f.name, f"{_hms(f.x0)}-{_hms(f.x1)}", str(len(f.decode)),
-            "n/a" if m is None else f"{m:.2f} ± {_num(sdev)}",
-            f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "n/a",
-            _num(mean(f.accept)), _num(mean(f.ttft_s) * 1000 if f.ttft_s else None, ".1f"),
-            _num(pcie / 1e9 if pcie is not None else None),
-            _num(f.pcie_peak_bytes_s / 1e9 if f.pcie_peak_bytes_s is not None else None),
-            "n/a" if f.mem_peak_bytes is None else f"{f.mem_peak_bytes / GIB:.1f}"
-            + (f" / {f.mem_total_bytes / GIB:.1f}" if f.mem_total_bytes else ""),
-            ", ".join(f"{a.alert_kind} (ranks {','.join(map(str, a.ranks)) or '-'})" for a in f.alerts) or "-",
-        ])
-    return _table(["trial", "span", "runs", "decode tok/s (mean ± sd)", "95% CI", "accept len", "TTFT ms",
-                   "PCIe TX+RX GB/s per GPU (mean)", "PCIe TX+RX GB/s (busiest GPU)", "peak mem GiB", "alerts"], rows)
-
-
-def _findings(facts: list[_TrialFacts], start_t_s: float, results: list[TrialResult]) -> list[str]:
-    """Plain statements a reader can check against the tables."""
-    out: list[str] = []
-    measured = [f for f in facts if f.decode]
-    if not measured:
-        return ["- No benchmark run completed: nothing to compare."]
-    # the ledger's baseline when there is one; else the first trial that ran
-    base_names = [r.name for r in results if r.row.get("is_baseline") or r.row.get("verdict") == "baseline"]
-    base = next((f for f in measured if base_names and f.name == base_names[0]), measured[0])
-    if len(measured) == 1:
-        ci = ci95(base.decode)
-        out.append(f"- Decode: {mean(base.decode):.2f} tok/s mean, sd {_num(sd(base.decode))}, 95% CI "
-                   + (f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "n/a") + f" (n={len(base.decode)}).")
-    else:
-        best = max(measured, key=lambda f: mean(f.decode) or 0.0)
-        out.append(f"- Fastest: **{best.name}**, {mean(best.decode):.2f} tok/s decode (n={len(best.decode)}).")
-    for f in measured:
-        if f is base:
-            continue
-        delta = (mean(f.decode) or 0.0) - (mean(base.decode) or 0.0)
-        pct = 100 * delta / (mean(base.decode) or 1.0)
-        out.append(f"- {f.name} vs {base.name}: {delta:+.2f} tok/s ({pct:+.1f}%), "
-                   f"{verdict(base.decode, f.decode)} (Welch, 5%; n={len(base.decode)} vs {len(f.decode)}).")
-    pcie = [(f.pcie_sum_bytes_s / f.pcie_samples, f) for f in facts if f.pcie_samples]
-    if len(pcie) > 1:
-        top_bytes_s, top = max(pcie, key=lambda p: p[0])
-        low_bytes_s, low = min(pcie, key=lambda p: p[0])
-        if top_bytes_s > 2 * max(low_bytes_s, 1.0):
-            out.append(f"- PCIe: {top.name} moves {top_bytes_s / 1e9:.2f} GB/s per GPU on average, "
-                       f"{top_bytes_s / max(low_bytes_s, 1.0):.0f}x {low.name}'s {low_bytes_s / 1e9:.2f} GB/s.")
-    for f in facts:
-        for a in f.alerts:
-            if a.severity == "error":
-                ranks = ",".join(map(str, a.ranks)) or "-"
-                first = a.message.splitlines()[0] if a.message else ""
-                out.append(f"- {f.name} failed: {a.alert_kind} on ranks {ranks} at "
-                           f"{_hms(a.t_s - start_t_s)}: {first}")
-    for res in results:
-        if res.row.get("confound"):
-            out.append(f"- {res.name}: {res.row['confound']}")
-    return out
 
 
 def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str, dict[str, str]]:
@@ -333,7 +195,7 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
     title = header.get("title") or rec.path.name
     lines = [f"# tuiapp report: {title}", ""]
     facts = [
-        ("Recorded", f"{_utc(rec.start_t_s)}, {_hms(rec.duration_s)} long"),
+        ("Recorded", f"{_utc(rec.start_t_s)}, {hms(rec.duration_s)} long"),
         ("Host", header.get("host")),
         ("GPUs", f"{gpu_count} x {', '.join(gpu_names) or 'unknown'}" if gpu_count else "none recorded"),
         ("SGLang", header.get("sglang_version") or (info.version if info else None) or "unknown"),
@@ -344,31 +206,31 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
         ("Recording", f"`{rec.path.name}`, {len(rec.events)} events"
                       + (f", {rec.skipped_lines} corrupt or truncated lines skipped" if rec.skipped_lines else "")),
     ]
-    lines += _table(["", ""], [[f"**{k}**", v] for k, v in facts]) + [""]
+    lines += table(["", ""], [[f"**{k}**", v] for k, v in facts]) + [""]
 
     results = [e for e in rec.events if isinstance(e, TrialResult)]
     if results:
         lines += ["## Ledger", ""]
-        lines += _table(["trial", "status", "decode tok/s (mean ± sd)", "95% CI", "vs baseline", "verdict",
+        lines += table(["trial", "status", "decode tok/s (mean ± sd)", "95% CI", "vs baseline", "verdict",
                          "accept len", "diff vs baseline", "notes"], _ledger_rows(results)) + [""]
 
     bands = trial_bands(rec.events, rec.start_t_s, rec.duration_s)
     alerts: list[Alert] = list(printer.alerts.values())
-    facts = _trial_facts(rec, bands, alerts)
-    lines += ["## Findings", "", *_findings(facts, rec.start_t_s, list({r.name: r for r in results}.values())), ""]
-    lines += ["## Per trial (from the recorded samples)", "", *_per_trial_section(facts), ""]
+    facts = trial_facts(rec, bands, alerts)
+    lines += ["## Findings", "", *findings(facts, rec.start_t_s, list({r.name: r for r in results}.values())), ""]
+    lines += ["## Per trial (from the recorded samples)", "", *per_trial_section(facts), ""]
     lines += ["## Summary (as the headless job printed it)", "", "```", printer.summary(), "```", ""]
 
     lines += ["## Runs", ""]
     if len(printer.runs) > 30:
         lines += [f"<details><summary>{len(printer.runs)} runs</summary>", ""]
     if printer.runs:
-        lines += _table(
+        lines += table(
             ["run", "trial", "time", "requests", "errors", "decode tok/s", "output tok/s", "TTFT ms", "ITL ms",
              "accept len"],
-            [[str(r.run_index), r.trial or "-", _hms(r.t_s - rec.start_t_s), str(r.requests), str(r.errors),
-              _num(r.decode_tok_s), _num(r.output_tok_s), _num(r.ttft_s * 1000 if r.ttft_s is not None else None, ".1f"),
-              _num(r.itl_s * 1000 if r.itl_s is not None else None), _num(r.accept_length)]
+            [[str(r.run_index), r.trial or "-", hms(r.t_s - rec.start_t_s), str(r.requests), str(r.errors),
+              num(r.decode_tok_s), num(r.output_tok_s), num(r.ttft_s * 1000 if r.ttft_s is not None else None, ".1f"),
+              num(r.itl_s * 1000 if r.itl_s is not None else None), num(r.accept_length)]
              for r in printer.runs],
         ) + [""]
         if len(printer.runs) > 30:
@@ -378,14 +240,14 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
 
     lines += ["## Alerts", ""]
     if alerts:
-        lines += _table(
+        lines += table(
             ["time", "kind", "severity", "ranks", "log line", "source", "message"],
-            [[_hms(a.t_s - rec.start_t_s), a.alert_kind, a.severity, ",".join(map(str, a.ranks)) or "-",
+            [[hms(a.t_s - rec.start_t_s), a.alert_kind, a.severity, ",".join(map(str, a.ranks)) or "-",
               str(a.first_line) if a.first_line is not None else "-", a.source, a.message] for a in alerts],
         ) + [""]
         for a in alerts:
             if a.traceback:
-                lines += [f"<details><summary>{a.alert_kind} at {_hms(a.t_s - rec.start_t_s)}: traceback</summary>",
+                lines += [f"<details><summary>{a.alert_kind} at {hms(a.t_s - rec.start_t_s)}: traceback</summary>",
                           "", "```", a.traceback.rstrip(), "```", "</details>", ""]
     else:
         lines += ["No alerts.", ""]
@@ -393,7 +255,7 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
     gpu_rows = _gpu_rows(rec)
     if gpu_rows:
         lines += ["## GPUs (peaks)", ""]
-        lines += _table(["GPU", "name", "peak memory GiB (used / total)", "peak PCIe RX GB/s",
+        lines += table(["GPU", "name", "peak memory GiB (used / total)", "peak PCIe RX GB/s",
                          "peak PCIe TX GB/s", "mean util %", "PCIe link"], gpu_rows) + [""]
 
     svgs: dict[str, str] = {}
