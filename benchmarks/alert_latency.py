@@ -10,6 +10,7 @@ shows up in an Alert. Latency = alert on the bus - record written, per (incident
 "first" is the first alert of each incident, "all" includes the rank-list updates.
 
     .venv/bin/python benchmarks/alert_latency.py [--mode file|pipe] [--rate 10000] [--seconds 10]
+    .venv/bin/python benchmarks/alert_latency.py --capacity 200000   # the watcher alone, flat out
 """
 
 from __future__ import annotations
@@ -221,6 +222,31 @@ async def measure(args: argparse.Namespace) -> dict:
     }
 
 
+def capacity(lines: int, seed: int) -> dict:
+    """How many lines/s one watcher digests when it never waits for the writer."""
+    from tuiapp.bus import EventBus
+    from tuiapp.logwatch.watcher import LogWatcher
+
+    rng = random.Random(seed)
+    t = time.time()
+    parts = []
+    for i in range(lines):
+        parts.append(normal_line(rng, t, i))
+        if i % 1000 == 999:
+            parts.append(failure_record(t, rng.randrange(8), FAILURES[i % len(FAILURES)].format(tag=tag_of(i))))
+    data = "".join(parts).encode()
+    bus = EventBus()
+    sub = bus.subscribe("bench", maxlen=10_000)
+    w = LogWatcher(bus.publish)
+    t0 = time.perf_counter()
+    for i in range(0, len(data), 1 << 16):
+        w.feed(data[i:i + (1 << 16)])
+        sub.drain()
+    w.flush()
+    dt = time.perf_counter() - t0
+    return {"lines": w.lines, "seconds": round(dt, 3), "lines_per_s": round(w.lines / dt), "mb_per_s": round(len(data) / dt / 1e6, 1)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=["file", "pipe"], default="file")
@@ -229,11 +255,17 @@ def main() -> int:
     ap.add_argument("--incidents-per-s", type=float, default=3.0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
+    ap.add_argument("--capacity", type=int, metavar="LINES", help="instead: time the watcher alone over LINES lines")
     ap.add_argument("--writer", help=argparse.SUPPRESS)
     ap.add_argument("--notes", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.writer is not None:
         writer(args.writer, args.notes, args.rate, args.seconds, args.incidents_per_s, args.seed)
+        return 0
+    if args.capacity:
+        c = capacity(args.capacity, args.seed)
+        print(json.dumps(c) if args.json else
+              f"watcher alone: {c['lines']} lines in {c['seconds']} s = {c['lines_per_s']} lines/s ({c['mb_per_s']} MB/s)")
         return 0
     r = asyncio.run(measure(args))
     if args.json:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 
 from tuiapp.events import Alert
@@ -200,3 +202,38 @@ def test_unfinished_traceback_waits_for_its_exception_line() -> None:
     w.feed(b"    f()\ntorch.OutOfMemoryError: CUDA out of memory.\n", now_s=0.6)
     w.poll(0.7)
     assert [(a.alert_kind, a.ranks) for a in out] == [("oom", [5])]
+
+
+def test_warning_incident_becomes_an_error_when_the_watchdog_fires() -> None:
+    text = (f"[{TS}] Health check failed. Server couldn't get a response from detokenizer for last 20 seconds.\n"
+            f"[{TS} TP0] Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)\n")
+    alerts = alerts_of(text)
+    assert len({a.alert_id for a in alerts}) == 1
+    assert [(a.severity, a.ranks) for a in alerts] == [("warning", []), ("error", [0])]
+    assert alerts[-1].message.startswith("Scheduler watchdog timeout")
+
+
+def test_feed_and_poll_from_two_threads() -> None:
+    import threading
+
+    out: list[Alert] = []
+    w = LogWatcher(lambda e: out.append(e) if isinstance(e, Alert) else None)
+    stop = threading.Event()
+
+    def ticker() -> None:
+        while not stop.is_set():
+            w.poll()
+            time.sleep(0.0005)
+
+    t = threading.Thread(target=ticker)
+    t.start()
+    try:
+        for r in range(8):
+            data = (tb(r, "AssertionError: same") + f"[{TS}] INFO:     127.0.0.1:1 - \"GET /health HTTP/1.1\" 200 OK\n").encode()
+            for i in range(0, len(data), 13):
+                w.feed(data[i:i + 13])
+    finally:
+        stop.set()
+        t.join()
+    w.flush()
+    assert [(a.alert_kind, a.ranks) for a in final_state(out)] == [("assertion", list(range(8)))]

@@ -42,7 +42,10 @@ async def follow_file(
         nonlocal offset
         got = False
         while fd is not None:
-            data = os.pread(fd, READ_BYTES, offset)
+            try:
+                data = os.pread(fd, READ_BYTES, offset)
+            except OSError:  # e.g. the path names a directory: try again later
+                return got
             if not data:
                 break
             offset += len(data)

@@ -108,6 +108,10 @@ class AlertGrouper:
         if new:
             inc.ranks.extend(new)
             changed = True
+        if f.severity == "error" and inc.severity != "error":
+            inc.severity = "error"  # e.g. failed health checks, then the watchdog fires
+            inc.message = f.message
+            changed = True
         if f.has_traceback and not inc.has_traceback:
             # e.g. "Prefill out of memory" logged first, its traceback right after
             inc.has_traceback = True

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import re
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -91,7 +92,8 @@ class Record:
 
 
 class LogWatcher:
-    """Feed it raw bytes; it publishes events. Not thread-safe: one feeder."""
+    """Feed it raw bytes; it publishes events. ``feed``/``poll``/``flush`` may be called
+    from different threads (a lock serialises them), e.g. a pipe reader and a timer."""
 
     def __init__(self, publish: Callable[[Any], None], *, group_window_s: float = 2.0,
                  idle_s: float = IDLE_S) -> None:
@@ -109,32 +111,36 @@ class LogWatcher:
         self.records = 0
         self._gen_by_dp: dict[int | None, float] = {}
         self._accept_by_dp: dict[int | None, float] = {}
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------ input
 
     def feed(self, data: bytes, now_s: float | None = None) -> None:
         wall = time.monotonic() if now_s is None else now_s
-        for line in self._lines.feed(data):
-            self._on_line(line, wall)
+        with self._lock:
+            for line in self._lines.feed(data):
+                self._on_line(line, wall)
 
     def flush(self, now_s: float | None = None) -> None:
         """End of stream: finish the last line and every open record."""
         wall = time.monotonic() if now_s is None else now_s
-        for line in self._lines.flush():
-            self._on_line(line, wall)
-        done = list(self._rank_open.values()) + self._pending
-        if self._open is not None:
-            done.append(self._open)
-        self._open = None
-        self._rank_open.clear()
-        self._pending = []
-        self._finish_in_order(done)
+        with self._lock:
+            for line in self._lines.flush():
+                self._on_line(line, wall)
+            done = list(self._rank_open.values()) + self._pending
+            if self._open is not None:
+                done.append(self._open)
+            self._open = None
+            self._rank_open.clear()
+            self._pending = []
+            self._finish_in_order(done)
 
     def restart(self) -> None:
         """The file was truncated or rotated: finish what we have, count lines from 1."""
-        self.flush()
-        self._lines.reset()
-        self._last_closed = None
+        with self._lock:
+            self.flush()
+            self._lines.reset()
+            self._last_closed = None
 
     def poll(self, now_s: float | None = None) -> None:
         """Finish records that have gone quiet; call every ~20 ms."""
@@ -144,6 +150,10 @@ class LogWatcher:
             idle = now - rec.last_wall
             return idle >= TB_WAIT_S or (not rec.in_tb and idle >= self.idle_s)
 
+        with self._lock:
+            self._poll(quiet)
+
+    def _poll(self, quiet: Callable[[Record], bool]) -> None:
         done: list[Record] = []
         cur = self._open
         if cur is not None and quiet(cur):
