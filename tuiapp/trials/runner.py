@@ -86,7 +86,8 @@ class PlanRunner:
         for cfg in self.trials:
             changes = config_diff(self.plan.reference(cfg), cfg)
             warning = confound_warning(cfg.name, changes, self.plan.knob_groups)
-            if warning and not (self.options.resume and self.ledger.done(cfg.name)):
+            attributed_here = cfg.isolates == cfg.name  # --isolate is the answer to the warning
+            if warning and not attributed_here and not (self.options.resume and self.ledger.done(cfg.name)):
                 bus.publish(Note(level="warning", text=warning, source="trials"))
         for index, cfg in enumerate(self.trials):
             if self.options.resume and self.ledger.done(cfg.name):
