@@ -143,8 +143,17 @@ def test_nccl_watchdog_lines_and_terminate_group() -> None:
              "gpu-1:1:1 [6] NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing connection\n")
     alerts = final_state(alerts_of(text))
     # one NCCL burst, however worded, is one incident
-    assert [(a.alert_kind, a.ranks) for a in alerts] == [("nccl", [0, 1, 2, 3, 5, 6])]
+    assert [(a.alert_kind, a.ranks, a.severity) for a in alerts] == [("nccl", [0, 1, 2, 3, 5, 6], "error")]
     assert alerts[0].message.startswith("Watchdog caught collective operation timeout")
+
+
+def test_nccl_warn_alone_is_a_warning_and_a_later_error_upgrades_it() -> None:
+    warn = "gpu-1:1:1 [2] NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing connection\n"
+    (a,) = alerts_of(warn)
+    assert (a.alert_kind, a.severity, a.ranks) == ("nccl", "warning", [2])
+    alerts = alerts_of(warn + tb(2, "torch.distributed.DistBackendError: NCCL error in: x.hpp:1, remote process exited"))
+    assert len({x.alert_id for x in alerts}) == 1
+    assert (alerts[-1].severity, alerts[-1].message) == ("error", "torch.distributed.DistBackendError: NCCL error in: x.hpp:1, remote process exited")
 
 
 @pytest.mark.parametrize("line", [
@@ -167,6 +176,8 @@ def test_raw_decoys_raise_nothing() -> None:
             "[Gloo] Rank 0 is connected to 7 peer ranks. Expected number of connected peer ranks is : 7\n"
             "\rLoading safetensors checkpoint shards:  50% Completed | 32/64\rLoading: out of memory? no: 100%\n"
             "/x/launch_server.py:12: UserWarning: out of memory is not an error here\n"
+            "[rank0]:[W0101 12:00:00.1 ProcessGroupNCCL.cpp:4561] [PG ID 0 PG GUID 0 Rank 0]  using GPU 0 to perform barrier as devices used by this process are currently unknown. This can potentially cause a hang if this rank to GPU mapping is incorrect.\n"
+            "[rank0]:[W0101 12:00:01.1 ProcessGroupNCCL.cpp:1250] Warning: WARNING: destroy_process_group() was not called before program exit, which can leak resources.\n"
             "  warnings.warn(\n")
     assert alerts_of(text) == []
 

@@ -71,7 +71,9 @@ def kinds(alerts: list[Alert]) -> list[tuple[str, list[int]]]:
     ([], {"NCCL_ALGO": "Tree"}, [("nccl", ALL)]),
 ], ids=["symm_mem_keyerror", "flashinfer_jit", "nccl_tree_graphs"])
 async def test_startup_failures(args: list[str], env: dict | None, expected: list) -> None:
-    assert kinds(await run_sim(args, env, speed=50)) == expected
+    alerts = await run_sim(args, env, speed=50)
+    assert kinds(alerts) == expected
+    assert all(a.severity == "error" for a in alerts)
 
 
 async def test_ep_flashinfer_assertion_then_oom() -> None:

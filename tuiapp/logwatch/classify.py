@@ -61,7 +61,10 @@ RULES: list[Rule] = [
     _r("nccl", r"terminate called after throwing an instance of 'c10::DistBackendError'"),
     _r("nccl", r"what\(\):.*(?:collective operation timeout|NCCL error)"),
     _r("nccl", r"Process group watchdog thread terminated with exception: .*(?:timeout|NCCL)"),
-    _r("nccl", r"\S+:\d+:\d+ \[\d+\] NCCL (?:WARN|ERROR)\b"),
+    # NCCL's own WARN level: real failures follow with an error (traceback, c10 watchdog)
+    # that joins the same incident and makes it an error; a WARN at shutdown stays a warning
+    _r("nccl", r"\S+:\d+:\d+ \[\d+\] NCCL WARN\b", "warning"),
+    _r("nccl", r"\S+:\d+:\d+ \[\d+\] NCCL ERROR\b"),
     _r("jit_arch", r"nvcc fatal\s*: Unsupported gpu architecture"),
     _r("jit_arch", r"ptxas fatal\s*: Value '(?:sm|compute)_\d+a?' is not defined"),
     _r("jit_arch", r"ptxas .*not supported on \.target '(?:sm|compute)_\d+"),
