@@ -23,12 +23,20 @@ def read_events(path: Path) -> list[_Event]:
     return [load_event(line) for line in path.read_bytes().splitlines() if line.strip()]
 
 
-def file_source(events: list[_Event], speed: float = 0.0):
+class EventClock:
+    """The t_s of the last event published, so stand-in notes line up with the file's times."""
+
+    t_s = 0.0
+
+
+def file_source(events: list[_Event], speed: float = 0.0, clock: EventClock | None = None):
     """A source publishing ``events`` (all at once at speed 0), then idling until stopped."""
 
     async def source(bus: EventBus) -> None:
         previous = None
         for event in events:
+            if clock is not None:
+                clock.t_s = event.t_s
             if speed > 0 and previous is not None and event.t_s > previous:
                 await asyncio.sleep((event.t_s - previous) / speed)
             previous = event.t_s
@@ -96,12 +104,12 @@ class PreviewControls:
 
     owns_server = True
 
-    def __init__(self) -> None:
-        self.bus: EventBus | None = None
+    def __init__(self, bus: EventBus, clock: EventClock) -> None:
+        self.bus = bus
+        self.clock = clock
 
     def _note(self, text: str) -> None:
-        if self.bus is not None:
-            self.bus.publish(Note(text=f"preview: {text}", source="controls"))
+        self.bus.publish(Note(t_s=self.clock.t_s, text=f"preview: {text}", source="controls"))
 
     def pause_bench(self) -> None:
         self._note("pause_bench")
@@ -119,14 +127,14 @@ class PreviewControls:
 def preview_session(path: Path, *, speed: float = 0.0, replay: bool = False, controls: bool = False) -> Session:
     events = read_events(path)
     session = Session(title=f"preview {path.name}", sources=[])
+    clock = EventClock()
     if replay:
         session.replay = PreviewReplay(events)
         session.sources.append(session.replay.source)
     else:
-        session.sources.append(file_source(events, speed))
+        session.sources.append(file_source(events, speed, clock))
     if controls:
-        session.controls = PreviewControls()
-        session.controls.bus = session.bus
+        session.controls = PreviewControls(session.bus, clock)
     return session
 
 

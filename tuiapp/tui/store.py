@@ -30,7 +30,7 @@ from tuiapp.events import (
     _Event,
 )
 
-PANELS = ("header", "perf", "gpus", "alerts", "trials", "log", "notes")
+PANELS = ("header", "throughput", "acceptance", "latency", "gpus", "alerts", "trials", "log", "notes")
 HISTORY = 240  # points kept per series: enough for a 200-column sparkline
 GPU_HISTORY = 60
 LOG_LINES = 5000
@@ -135,8 +135,9 @@ class DashboardStore:
         if self.first_t_s is None:
             self.first_t_s = t_s
         if self.now_t_s is None or t_s > self.now_t_s:
+            if self.now_t_s is None or int(t_s) != int(self.now_t_s):
+                self.versions["header"] += 1  # the uptime shown moved a second
             self.now_t_s = t_s
-            self.versions["header"] += 1  # uptime moves with event time
         handler = getattr(self, f"_on_{type(event).__name__}", None)
         if handler is not None:
             handler(event)
@@ -159,7 +160,7 @@ class DashboardStore:
 
     def _on_ServerInfo(self, ev: ServerInfo) -> None:
         self.server_info = ev
-        self._bump("header")
+        self._bump("header", "acceptance")  # "speculation off" depends on it
 
     def _on_BenchState(self, ev: BenchState) -> None:
         self.bench_state = ev
@@ -168,12 +169,14 @@ class DashboardStore:
     def _on_ServerStats(self, ev: ServerStats) -> None:
         if ev.gen_throughput_tok_s is not None:
             self.server_tok_s.append(ev.gen_throughput_tok_s)
+            self._bump("throughput")
         if ev.accept_length is not None:
             self.server_has_acceptance = True
             self.accept_length.append(ev.accept_length)
+            self._bump("acceptance")
         if ev.accept_rate is not None:
             self.accept_rate.append(ev.accept_rate)
-        self._bump("perf")
+            self._bump("acceptance")
 
     def _on_RequestDone(self, ev: RequestDone) -> None:
         self.last_request = ev
@@ -185,11 +188,13 @@ class DashboardStore:
         if ev.itl_s is not None:
             self.itl_s.append(ev.itl_s)
         # The server's own acceptance figures win; a client-side one fills in without them.
-        if ev.accept_length is not None and not self.server_has_acceptance:
-            self.accept_length.append(ev.accept_length)
-        if ev.accept_rate is not None and not self.server_has_acceptance:
-            self.accept_rate.append(ev.accept_rate)
-        self._bump("perf")
+        if not self.server_has_acceptance and (ev.accept_length is not None or ev.accept_rate is not None):
+            if ev.accept_length is not None:
+                self.accept_length.append(ev.accept_length)
+            if ev.accept_rate is not None:
+                self.accept_rate.append(ev.accept_rate)
+            self._bump("acceptance")
+        self._bump("throughput", "latency")
 
     def _on_RunDone(self, ev: RunDone) -> None:
         if self.trial_runs and self.trial_runs[-1].trial != ev.trial:
@@ -197,11 +202,11 @@ class DashboardStore:
         self.trial_runs.append(ev)
         self.last_run = ev
         self.run_tok_s.append(ev.decode_tok_s)
-        self._bump("perf")
+        self._bump("throughput", "trials")  # the ledger shows the running trial's live mean
 
     def _on_BenchSummary(self, ev: BenchSummary) -> None:
         self.summary = ev
-        self._bump("perf")
+        self._bump("throughput", "trials")
 
     def _on_GpuSample(self, ev: GpuSample) -> None:
         self.gpus[ev.index] = ev

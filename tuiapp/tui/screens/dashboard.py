@@ -54,7 +54,7 @@ class DashboardScreen(Screen):
                 yield LogTail(s, id="log")
         if self.session.replay is not None:
             yield TimelineBar(self.session.replay, id="timeline")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self.query_one("#throughput").border_title = "decode tok/s"

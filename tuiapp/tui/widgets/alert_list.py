@@ -31,7 +31,6 @@ class AlertList(OptionList):
         super().__init__(**kwargs)
         self.store = store
         self.painted_version = -1
-        self._width = 0
 
     def alert_for(self, option_id: str | None) -> Alert | None:
         if option_id is None or not option_id.startswith("alert-"):
@@ -41,14 +40,13 @@ class AlertList(OptionList):
 
     def paint(self, force: bool = False) -> None:
         version = self.store.versions["alerts"]
-        width = self.scrollable_content_region.width
-        if not force and version == self.painted_version and width == self._width:
+        if not force and version == self.painted_version:
             return
-        self.painted_version, self._width = version, width
+        self.painted_version = version
         # The cursor follows the newest alert unless the user moved it down the list.
         highlighted = self.highlighted_option.id if self.highlighted_option and self.highlighted else None
         order = self.store.alert_order
-        options = [Option(self._prompt(self.store.alerts[order[i]], width), id=f"alert-{i}")
+        options = [Option(self._prompt(self.store.alerts[order[i]]), id=f"alert-{i}")
                    for i in reversed(range(len(order)))]
         if not options:
             options = [Option(Text("no alerts", self.get_component_rich_style("alert-list--muted")),
@@ -59,7 +57,7 @@ class AlertList(OptionList):
         elif options[0].id != "none":
             self.highlighted = 0
 
-    def _prompt(self, alert: Alert, width: int) -> Text:
+    def _prompt(self, alert: Alert) -> Text:
         tone = self.get_component_rich_style(f"alert-list--{alert.severity}")
         muted = self.get_component_rich_style("alert-list--muted")
         when = fmt.clock(self.store.rel_s(alert.t_s))
@@ -69,5 +67,4 @@ class AlertList(OptionList):
         text.append(f" rank {ranks_label(alert.ranks):<5}", tone)
         text.append(f" {when} ", muted)
         text.append(alert.message.splitlines()[0] if alert.message else "", tone)
-        text.truncate(max(1, width), overflow="ellipsis")
         return text

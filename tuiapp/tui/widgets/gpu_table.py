@@ -27,8 +27,16 @@ def mem_tone(fraction: float | None) -> str:
 class GpuTable(Panel):
     panel_key = "gpus"
 
+    _rows = 0
+
     def get_content_height(self, container, viewport, width: int) -> int:
         return max(1, len(self.store.gpus))
+
+    def paint(self, force: bool = False) -> None:
+        super().paint(force)
+        if len(self.store.gpus) != self._rows:  # a new GPU: the panel grows (a layout pass)
+            self._rows = len(self.store.gpus)
+            self.refresh(layout=True)
 
     def render(self) -> Text:
         s = self.store

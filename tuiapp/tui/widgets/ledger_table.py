@@ -61,7 +61,7 @@ class LedgerTable(DataTable):
             else:
                 for key, value in cells.items():
                     if force or self._cells[name][key] != value:
-                        self.update_cell(name, key, styled[key])
+                        self.update_cell(name, key, styled[key], update_width=True)
             self._cells[name] = cells
         current = self.store.current_trial
         if current in self._cells and not self.has_focus:

@@ -14,7 +14,8 @@ class NotesBar(Panel):
     panel_key = "notes"
 
     def paint(self, force: bool = False) -> None:
-        self.display = bool(self.store.notes)
+        if self.display != bool(self.store.notes):
+            self.display = bool(self.store.notes)
         super().paint(force)
 
     def render(self) -> Text:

@@ -30,7 +30,7 @@ class Panel(Widget):
         version = self.store.versions[self.panel_key]
         if force or version != self.painted_version:
             self.painted_version = version
-            self.refresh(layout=self.styles.height is not None and self.styles.height.is_auto)
+            self.refresh(layout=force)
 
     def tone(self, name: str) -> Style:
         return self.get_component_rich_style(f"panel--{name}", partial=True)

@@ -13,7 +13,6 @@ from tuiapp.tui.widgets.panel import Panel
 
 
 class _PerfPanel(Panel):
-    panel_key = "perf"
 
     def _line(self, *parts: tuple[str, str]) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")
@@ -35,6 +34,8 @@ class _PerfPanel(Panel):
 
 class ThroughputPanel(_PerfPanel):
     """Decode tok/s: the latest request, the runs (mean, sd, ci95) and the server's own figure."""
+
+    panel_key = "throughput"
 
     def render(self) -> Text:
         s = self.store
@@ -63,6 +64,8 @@ class ThroughputPanel(_PerfPanel):
 class AcceptancePanel(_PerfPanel):
     """Speculative decoding: accepted tokens per verify step and the accept rate."""
 
+    panel_key = "acceptance"
+
     def render(self) -> Text:
         s = self.store
         length = s.accept_length[-1] if s.accept_length else None
@@ -78,6 +81,8 @@ class AcceptancePanel(_PerfPanel):
 
 class LatencyPanel(_PerfPanel):
     """Client-side time to first token and inter-token latency of the latest request."""
+
+    panel_key = "latency"
 
     def render(self) -> Text:
         s = self.store
