@@ -136,7 +136,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-seed", type=int, default=0, help="Seed for acceptance draws, interleaving and fault ranks.")
     sim.add_argument("--sim-gpus", type=int, default=8, help="Number of modelled GPUs (NVIDIA RTX PRO 6000 Blackwell, 96 GB, PCIe Gen5 x16).")
     sim.add_argument("--sim-fault", type=_fault, action="append", default=[], metavar="KIND[@SECONDS]", help=f"Inject a runtime fault SECONDS after ready (default: at the first decode step). KIND: {', '.join(SIM_FAULT_KINDS)}.")
-    sim.add_argument("--sim-step-ms", type=float, default=None, help="Override the modelled decode step at batch 1 (benchmarks of the simulator itself).")
+    sim.add_argument("--sim-step-ms", type=float, default=None, help="Override the modelled decode step at batch 1; prefill time scales with it (benchmarks of the simulator itself).")
     return parser
 
 

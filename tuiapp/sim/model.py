@@ -25,8 +25,8 @@ Decode step at batch 1, tensor parallel 8 (milliseconds):
   the auto (3 steps, topk 1, 4 draft tokens) a step is 55.57 ms. Each draft token is
   accepted with p=0.81 (a chain stops at the first rejection), so accept length averages
   1+p+p^2+p^3 = 2.997 and the client sees 53.94 tok/s. Accept lengths are drawn per step
-  and per request from a seeded, stratified sampler (blocks of 16) so short runs already
-  average to the model.
+  and per request from a seeded low-discrepancy sequence (engine.AcceptSampler) so even a
+  short run averages to the model.
 - batching: step(B) = step(1) * (1 + 0.0025 * (B - 1)) (mild growth, +16% at 64).
 - prefill (TTFT): 60 ms + 0.04 ms per uncached prompt token (+6 ms draft prefill with spec).
 """
