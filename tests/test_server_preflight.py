@@ -132,3 +132,9 @@ def test_preflight_times_out_on_a_hanging_help(tmp_path):
     script.write_text("import time\ntime.sleep(30)\n")
     (p,) = preflight([sys.executable, str(script), "--port", "1"], timeout_s=0.5)
     assert "did not finish within 0.5 s" in p.message
+
+
+def test_a_missing_required_option_is_reported():
+    (p,) = preflight([sys.executable, ARGPARSE_SERVER, "0.5.23", "--tp", "8"], timeout_s=30)
+    assert (p.severity, p.flag) == ("error", "--model-path") and "required" in p.message
+    assert preflight([sys.executable, ARGPARSE_SERVER, "0.5.23", "--model", "m"], timeout_s=30) == []

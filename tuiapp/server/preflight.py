@@ -135,6 +135,50 @@ def parse_help(text: str) -> dict[str, str]:
     return options
 
 
+def required_options(text: str) -> list[str]:
+    """Options the usage line lists outside brackets (argparse's ``required=True``)."""
+    usage: list[str] = []
+    for line in text.splitlines():
+        if line.startswith("usage:"):
+            usage = [line[len("usage:"):]]
+        elif usage and line.strip():
+            usage.append(line)
+        elif usage:
+            break
+    required, depth = [], 0
+    for token in re.findall(r"[\[\]()]|--[A-Za-z0-9][\w-]*", " ".join(usage)):
+        if token in "[(":
+            depth += 1
+        elif token in "])":
+            depth -= 1
+        elif depth == 0:
+            required.append(token)
+    return required
+
+
+def _aliases(flag: str, text: str) -> set[str]:
+    """``flag`` and the other spellings on its help line (``--model-path``, ``--model``)."""
+    for line in text.splitlines():
+        match = _OPTION_LINE.match(line)
+        if match:
+            names = _INVOCATION_FLAG.findall(match.group(1).partition("  ")[0])
+            if flag in names:
+                return set(names)
+    return {flag}
+
+
+def missing_required(flags: list[str], text: str) -> list[Problem]:
+    """Required options (from the help's usage line) that ``flags`` does not give."""
+    given = {token.split("=", 1)[0] for token in flags if token.startswith("--")}
+    problems = []
+    for flag in required_options(text):
+        names = _aliases(flag, text)
+        # argparse also accepts a unique prefix of a required option.
+        if not any(g in names or any(n.startswith(g) for n in names) for g in given):
+            problems.append(Problem("error", flag, f"the required option {flag} is missing"))
+    return problems
+
+
 def _rename(flag: str, options: dict[str, str]) -> tuple[str | None, str] | None:
     entry = RENAMES.get(flag)
     if entry is None:
@@ -246,4 +290,4 @@ def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
         last = next((ln.strip() for ln in reversed(out.splitlines()) if ln.strip()), "no output")
         return [Problem("error", "", f"cannot check flags: `{shown} --help` failed (exit {code}): {last}",
                         "is SGLang installed in this environment?")]
-    return check_flags(flags, options)
+    return check_flags(flags, options) + missing_required(flags, out)
