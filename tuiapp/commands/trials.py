@@ -104,7 +104,7 @@ def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
     )
     title = f"trials: {plan.name}" + (f" --isolate {args.isolate}" if args.isolate else "")
     session, _runner = build_trials_session(
-        plan, trials, ledger, options, headless=args.headless, title=title,
+        plan, trials, ledger, options, title=title,
         record_path=Path(args.record) if args.record else None)
     code = run_session(session, headless=args.headless, theme=args.theme)
     if ledger.rows:

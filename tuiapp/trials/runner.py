@@ -38,7 +38,6 @@ class RunnerOptions:
     telemetry: str = "auto"  # auto | nvml | sim | off
     log_dir: Path | None = None
     gpu_interval_s: float = 1.0
-    keep_open: bool = False  # TUI: stay up after the last trial so the ledger can be read
 
 
 def sim_config(cfg: TrialConfig, speed: float, port: int) -> TrialConfig:
@@ -110,8 +109,6 @@ class PlanRunner:
         first = self.ledger.rows.get(self.trials[0].name) if self.trials else None
         if self.on_done is not None:
             self.on_done(0 if first is not None and first.status == OK else 1)
-        if self.options.keep_open:
-            await asyncio.Event().wait()
 
     def _save(self) -> None:
         if self.options.ledger_path is not None:

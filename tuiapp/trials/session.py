@@ -16,17 +16,15 @@ from tuiapp.trials.runner import PlanRunner, RunnerOptions
 
 
 def build_trials_session(plan: Plan, trials: list[TrialConfig], ledger: Ledger, options: RunnerOptions,
-                         *, headless: bool, title: str | None = None,
+                         *, title: str | None = None,
                          record_path: Path | None = None) -> tuple[Session, PlanRunner]:
-    """The session that runs ``trials`` (headless: it ends after the last trial, with exit
-    code 1 when the first trial - the reference of the rest - failed; TUI: it stays up so
-    the ledger can be read)."""
-    options.keep_open = not headless
+    """The session that runs ``trials``: it ends after the last trial, exit code 1 when the
+    first trial (the reference of the rest) failed, else 0 (the TUI stays up after that, so
+    the ledger can be read). Run it with ``tuiapp.session.run(session, headless=...)``."""
     box: list[Session] = []
 
     def done(code: int) -> None:
-        if headless:
-            box[0].finish(code)
+        box[0].finish(code)
 
     runner = PlanRunner(plan, trials, ledger, options, on_done=done)
     session = Session(
