@@ -1,0 +1,61 @@
+"""End to end: a failure in the simulator reaches the alerts panel and opens its traceback.
+
+The simulator runs as a real child process (stdout and stderr merged, as the launcher does);
+the log watcher turns its output into events on the session bus, the dashboard shows them.
+"""
+
+import asyncio
+import os
+import sys
+
+from tuiapp.session import Session
+from tuiapp.sim.process import free_port
+from tuiapp.tui.app import DashboardApp
+from tuiapp.tui.screens.details import AlertScreen
+from tuiapp.tui.widgets.alert_list import AlertList, ranks_label
+
+EP_A2A = ["--moe-runner-backend", "flashinfer_cutlass", "--moe-a2a-backend", "flashinfer"]
+
+
+def sim_source(args: list[str]):
+    async def source(bus) -> None:
+        from tuiapp.logwatch.watcher import LogWatcher
+
+        proc = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "tuiapp.sim.server", "--port", str(free_port()), "--sim-speed", "50",
+            "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8", *args,
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT, env=dict(os.environ))
+        try:
+            await LogWatcher(bus.publish).pump(proc.stdout)
+            await proc.wait()
+        finally:
+            if proc.returncode is None:
+                proc.kill()
+                await proc.wait()
+        await asyncio.Event().wait()  # keep the session open, as a live one would
+
+    return source
+
+
+async def test_simulated_expert_parallel_failure_reaches_the_alerts_panel():
+    session = Session(title="sim", sources=[sim_source(EP_A2A)])
+    app = DashboardApp(session)
+    async with app.run_test(size=(120, 36)) as pilot:
+        alerts = app.dashboard.query_one(AlertList)
+        for _ in range(600):  # up to 30 s on a loaded machine; usually a few
+            kinds = [a.alert_kind for a in app.store.alerts_newest_first]
+            if "oom" in kinds and "assertion" in kinds:
+                break
+            await pilot.pause(0.05)
+        assert kinds[:2] == ["oom", "assertion"], kinds
+        await pilot.pause(0.3)  # one paint tick
+        shown = [str(alerts.get_option_at_index(i).prompt) for i in range(alerts.option_count)]
+        assert "oom" in shown[0] and "assertion" in shown[1]
+        oom, assertion = app.store.alerts_newest_first[:2]
+        assert sorted(oom.ranks + assertion.ranks) == list(range(8))  # per-rank tracebacks grouped
+        assert f"rank {ranks_label(oom.ranks)}" in shown[0]
+
+        await pilot.press("enter")  # the newest: the OOM
+        assert isinstance(app.screen, AlertScreen)
+        body = str(app.screen.query_one("#detail-body").render())
+        assert "OutOfMemoryError" in body and "Traceback" in body
