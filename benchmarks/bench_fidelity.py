@@ -27,7 +27,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).parent))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from bench_peers import run_aiperf, run_genai, sim_available, start_fake, start_sim  # noqa: E402
+from bench_peers import SIM_MODEL, run_aiperf, run_genai, sim_available, start_fake, start_sim  # noqa: E402
 
 from tuiapp.bench.loop import BenchLoop  # noqa: E402
 from tuiapp.bench.settings import BenchSettings  # noqa: E402
@@ -81,7 +81,7 @@ def part_a_sim() -> None:
         "EAGLE-3": ["--speculative-algorithm", "EAGLE3"],
     }
     for name, flags in cases.items():
-        truth = expected_tok_s(flags)
+        truth = expected_tok_s(["--model-path", SIM_MODEL, "--tp", "8", *flags])
         try:
             srv = start_sim(flags)
         except RuntimeError as exc:
@@ -116,39 +116,53 @@ def _server_accept(url: str):
         return None
 
 
-def part_b(peers: bool) -> None:
-    print("B. side by side on the same server, /v1/chat/completions, concurrency 1, 8 x 256 tokens")
+SIM_B_CASES = {
+    "1-token chunks (new baseline)": ["--cuda-graph-max-bs", "128"],
+    "3-token chunks (3 continuous decode steps)": ["--cuda-graph-max-bs", "128", "--num-continuous-decode-steps", "3"],
+    "EAGLE-3 (~3 tokens/chunk, varying)": ["--speculative-algorithm", "EAGLE3"],
+}
+
+
+def part_b(peers: bool, server: str, requests: int) -> None:
+    print(f"B. side by side on the same server ({server}), /v1/chat/completions, concurrency 1, {requests} x {TOKENS} tokens")
     out = Path(tempfile.mkdtemp(prefix="bench_fidelity_"))
-    for k in (1, 3):
-        srv = start_fake(step_ms=STEP_MS, tokens_per_chunk=k, spec=k > 1)
+    if server == "fake":
+        cases = {f"{k}-token chunks": (lambda k=k: start_fake(step_ms=STEP_MS, tokens_per_chunk=k, spec=k > 1)) for k in (1, 3)}
+    else:
+        cases = {name: (lambda flags=flags: start_sim(flags)) for name, flags in SIM_B_CASES.items()}
+    for i, (name, start) in enumerate(cases.items()):
+        srv = start()
         try:
-            loop, reqs = ours(srv.url, api="chat", runs=8)
-            a = run_aiperf(srv.url, out / f"aiperf{k}", concurrency=1, requests=8, output_tokens=TOKENS) if peers else None
-            g = run_genai(srv.url, out / f"genai{k}", concurrency=1, requests=8, output_tokens=TOKENS) if peers else None
+            loop, reqs = ours(srv.url, api="chat", runs=requests)
+            a = run_aiperf(srv.url, out / f"aiperf{i}", concurrency=1, requests=requests, output_tokens=TOKENS) if peers else None
+            g = run_genai(srv.url, out / f"genai{i}", concurrency=1, requests=requests, output_tokens=TOKENS) if peers else None
         finally:
             srv.stop()
-        our_tok_s = sum(r.decode_tok_s for r in reqs) / len(reqs)
-        our_itl_ms = sum(r.itl_s for r in reqs) / len(reqs) * 1000
-        print(f"  k={k} tuiapp     : decode {our_tok_s:8.3f} tok/s  ITL {our_itl_ms:.4f} ms  "
-              f"chunk gap {sum(r.chunk_gap_mean_s for r in reqs) / len(reqs) * 1000:.3f} ms  tokens/chunk {reqs[0].tokens_per_chunk}")
+        ok = [r for r in reqs if r.ok]
+        our_tok_s = sum(r.decode_tok_s for r in ok) / len(ok)
+        our_itl_ms = sum(r.itl_s for r in ok) / len(ok) * 1000
+        print(f"  {name}")
+        print(f"    tuiapp     : decode {our_tok_s:8.3f} tok/s  ITL {our_itl_ms:.4f} ms  "
+              f"chunk gap {sum(r.chunk_gap_mean_s for r in ok) / len(ok) * 1000:.3f} ms"
+              f"  tokens/chunk {sum(r.tokens_per_chunk for r in ok) / len(ok):.3f}  ({len(ok)} ok)")
         if a is None:
-            print(f"  k={k} aiperf     : skipped (not installed)")
+            print("    aiperf     : skipped (not installed or --no-peers)")
         elif not a.ok:
-            print(f"  k={k} aiperf     : FAILED {a.note}")
+            print(f"    aiperf     : FAILED {a.note}")
         else:
             tps = a.result["output_token_throughput_per_user"]["avg"]
             itl = a.result["inter_token_latency"]["avg"]
             icl = a.result.get("inter_chunk_latency", {}).get("avg")
-            print(f"  k={k} aiperf     : decode {tps:8.3f} tok/s  ITL {itl:.4f} ms  ICL {icl:.3f} ms"
+            print(f"    aiperf     : decode {tps:8.3f} tok/s  ITL {itl:.4f} ms  ICL {icl:.3f} ms"
                   f"  -> ours vs aiperf: tok/s {pct(our_tok_s, tps):+.2f}%, ITL {pct(our_itl_ms, itl):+.2f}%")
         if g is not None and g.ok:
             st = g.result["aggregated_metrics"]["stats"]
             tps = st["output_inference_speed"]["mean"]
             tpot = st["tpot"]["mean"] * 1000
-            print(f"  k={k} genai-bench: decode {tps:8.3f} tok/s  TPOT {tpot:.4f} ms"
+            print(f"    genai-bench: decode {tps:8.3f} tok/s  TPOT {tpot:.4f} ms"
                   f"  -> ours vs genai-bench: tok/s {pct(our_tok_s, tps):+.2f}%, ITL {pct(our_itl_ms, tpot):+.2f}%")
         elif g is not None:
-            print(f"  k={k} genai-bench: FAILED {g.note}")
+            print(f"    genai-bench: FAILED {g.note}")
 
 
 def main() -> None:
@@ -156,6 +170,7 @@ def main() -> None:
     p.add_argument("--server", choices=["fake", "sim", "both"], default="both")
     p.add_argument("--no-peers", action="store_true")
     p.add_argument("--skip-b", action="store_true")
+    p.add_argument("--requests", type=int, default=8, help="part B requests per tool and case")
     args = p.parse_args()
     if args.server in ("fake", "both"):
         part_a_fake()
@@ -165,7 +180,10 @@ def main() -> None:
         else:
             print("A. simulator: skipped (tuiapp/sim/server.py not present)")
     if not args.skip_b:
-        part_b(not args.no_peers)
+        if args.server in ("fake", "both"):
+            part_b(not args.no_peers, "fake", args.requests)
+        if args.server in ("sim", "both") and sim_available():
+            part_b(not args.no_peers, "sim", args.requests)
 
 
 if __name__ == "__main__":

@@ -79,9 +79,14 @@ def start_fake(step_ms: float, tokens_per_chunk: int, *, spec: bool = False, pre
     return Server(proc, f"http://127.0.0.1:{port}")
 
 
-def start_sim(flags: list[str], sim_speed: float = 1.0) -> Server:
+SIM_MODEL = "/models/Kimi-K2.5"
+
+
+def start_sim(flags: list[str], sim_speed: float = 50.0) -> Server:
+    """The simulator; ``sim_speed`` compresses start-up only (decode pacing is never scaled)."""
     port = free_port()
-    cmd = [sys.executable, "-m", "tuiapp.sim.server", "--port", str(port), "--sim-speed", str(sim_speed), *flags]
+    cmd = [sys.executable, "-m", "tuiapp.sim.server", "--port", str(port), "--sim-speed", str(sim_speed),
+           "--model-path", SIM_MODEL, "--tp", "8", "--enable-metrics", *flags]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     import httpx
