@@ -82,3 +82,28 @@ def test_failing_trials_are_modelled(extra, env, failure):
 
 def test_nccl_tree_runs_without_cuda_graphs():
     assert expected_tok_s(BASE + ["--disable-cuda-graph"], {"NCCL_ALGO": "Tree"}) == pytest.approx(89.5 / 1.6)
+
+
+def test_custom_allreduce_floods_pcie():
+    default = plan_for(parse_args(BASE), {})
+    forced = plan_for(parse_args(BASE), {"SGLANG_FORCE_CUSTOM_ALLREDUCE": "1"})
+    rate = lambda p: p.pcie_bytes_per_step(1) / p.step_s  # noqa: E731
+    assert 0.3e9 < rate(default) < 1e9
+    assert rate(forced) > 20 * rate(default)
+    assert plan_for(parse_args(BASE + ["--disable-custom-all-reduce"]), {"SGLANG_FORCE_CUSTOM_ALLREDUCE": "1"}).custom_ar is False
+
+
+def test_memory_plan_follows_the_knobs():
+    new = plan_for(parse_args(BASE), {})
+    old = plan_for(parse_args(BASE + OLD_KNOBS), {})
+    assert old.mem.kv_gib > new.mem.kv_gib and old.kv_tokens > new.kv_tokens
+    assert old.mem.graphs_gib > new.mem.graphs_gib
+    assert new.mem.used_ready_gib < new.mem.total_gib * 0.80
+
+
+def test_speculative_args_assertion_exits_1():
+    r = subprocess.run([sys.executable, "-m", "tuiapp.sim.server", *BASE, "--speculative-algorithm", "EAGLE3",
+                        "--speculative-eagle-topk", "2", "--sim-speed", "50"], capture_output=True, text=True, timeout=30)
+    assert r.returncode == 1
+    assert r.stderr.rstrip().endswith("AssertionError")
+    assert "Traceback (most recent call last):" in r.stderr
