@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import fcntl
+import functools
 import os
 import shlex
 import shutil
@@ -152,8 +153,7 @@ class ServerProcess:
         loop = asyncio.get_running_loop()
         on_output = self._on_output
         if on_output is not None and self._output_in_loop:
-            deliver = on_output
-            on_output = lambda data: _call_soon(loop, self._deliver, deliver, data)  # noqa: E731
+            on_output = functools.partial(_call_soon, loop, self._deliver, on_output)
         self._pump = OutputPump(
             read_fd,
             redactor=redactor,
