@@ -88,6 +88,7 @@ def writer(out_path: str, notes_path: str, rate: float, seconds: float, incident
     finals: dict[str, str] = {}
     t0 = time.time()
     next_incident = t0 + 0.3
+    last_nccl = 0.0
     written = 0
     n_incident = 0
     tick_s = 0.002
@@ -97,7 +98,14 @@ def writer(out_path: str, notes_path: str, rate: float, seconds: float, incident
             break
         if now >= next_incident:
             tag = tag_of(n_incident)
-            finals[tag] = FAILURES[n_incident % len(FAILURES)].format(tag=tag)
+            template = FAILURES[n_incident % len(FAILURES)]
+            if "NCCL" in template:
+                # NCCL lines within the group window are one incident by design: space them
+                if now - last_nccl < 3.0:
+                    template = FAILURES[0]
+                else:
+                    last_nccl = now
+            finals[tag] = template.format(tag=tag)
             ranks = rng.sample(range(8), rng.randrange(1, 9))
             queue.extend((tag, r) for r in ranks)
             n_incident += 1
