@@ -127,7 +127,7 @@ def test_models_and_infos(sim):
         st = si["internal_states"][0]
         assert "last_gen_throughput" in st and "avg_spec_accept_length" not in st
         assert st["memory_usage"]["token_capacity"] == si["max_total_num_tokens"]
-    assert "Endpoint '/get_server_info' is deprecated" in sim.stderr
+    assert sim.wait_for("Endpoint '/get_server_info' is deprecated")
 
 
 def test_flush_cache_refuses_while_running(sim):
@@ -142,8 +142,8 @@ def test_flush_cache_refuses_while_running(sim):
     busy = httpx.get(sim.url + "/flush_cache", timeout=10)
     t.join()
     assert busy.status_code == 400 and box["r"].status_code == 200
-    assert "Cache not flushed because there are pending requests. #queue-req: 0, #running-req: 1" in sim.stderr
-    assert "Cache flushed successfully!" in sim.stderr
+    assert sim.wait_for("Cache not flushed because there are pending requests. #queue-req: 0, #running-req: 1")
+    assert sim.wait_for("Cache flushed successfully!")
 
 
 def test_metrics_text(sim):
@@ -160,11 +160,10 @@ def test_metrics_text(sim):
 
 def test_decode_and_prefill_lines(sim):
     httpx.post(sim.url + "/generate", json={"text": "log me", "sampling_params": {"max_new_tokens": 25, "ignore_eos": True}}, timeout=10)
-    err = sim.stderr
-    assert "] Decode batch, #running-req: 1, #token: " in err
-    assert "cuda graph: True, gen throughput (token/s): " in err
-    assert "] Prefill batch, #new-seq: 1, #new-token: " in err
-    assert '"POST /generate HTTP/1.1" 200 OK' in sim.stdout
+    assert sim.wait_for("] Decode batch, #running-req: 1, #token: ")
+    assert "cuda graph: True, gen throughput (token/s): " in sim.stderr
+    assert "] Prefill batch, #new-seq: 1, #new-token: " in sim.stderr
+    assert sim.wait_for('"POST /generate HTTP/1.1" 200 OK', stream="stdout")
 
 
 def test_sim_gpus_counters_and_memory(sim):
@@ -234,7 +233,7 @@ def test_speculative_meta_and_server_accept_length(spec_sim):
     assert all("spec_verify_ct" not in c["meta_info"] for c in data[:-1])
     st = httpx.get(url + "/server_info", timeout=10).json()["internal_states"][0]
     assert 2.0 < st["avg_spec_accept_length"] < 4.0
-    assert "accept len: " in spec_sim.stderr and "accept rate: " in spec_sim.stderr
+    assert spec_sim.wait_for("accept len: ") and "accept rate: " in spec_sim.stderr
     httpx.post(url + "/flush_cache", timeout=10)
     assert "avg_spec_accept_length" not in httpx.get(url + "/server_info", timeout=10).json()["internal_states"][0]
 

@@ -156,6 +156,7 @@ def test_nan_and_kv_pressure_keep_serving():
         first = httpx.post(sim.url + "/generate", json=body, timeout=10).json()
         second = httpx.post(sim.url + "/generate", json=body, timeout=10).json()
         assert sim.proc.poll() is None
+        assert sim.wait_for("KV cache pool is full. Retract requests.")
         err = sim.stderr
     assert first["meta_info"]["finish_reason"] == {"type": "stop", "matched": "NaN happened"}
     assert second["meta_info"]["finish_reason"] == {"type": "length", "length": 30}

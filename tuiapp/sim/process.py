@@ -49,6 +49,15 @@ class SimProcess:
     def stdout(self) -> str:
         return b"".join(self._out).decode("utf-8", "replace")
 
+    def wait_for(self, needle: str, timeout_s: float = 5.0, stream: str = "stderr") -> bool:
+        """True once ``needle`` shows up in the collected output (reader threads lag a little)."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if needle in (self.stderr if stream == "stderr" else self.stdout):
+                return True
+            time.sleep(0.02)
+        return False
+
     def wait_ready(self, timeout_s: float = 30.0) -> None:
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
