@@ -231,3 +231,15 @@ async def test_pump_from_a_real_pipe() -> None:
     # an unprefixed line continues the record before it, bad bytes and all
     assert [ln.line_no for ln in sink.lines] == [1]
     assert sink.lines[0].text.endswith("\ufffd not utf8")
+
+
+def test_endless_unprefixed_output_is_cut_into_bounded_records() -> None:
+    sink = Sink()
+    w = LogWatcher(sink)
+    w.feed(f"[{TS} TP1] debug dump follows\n".encode() + b"".join(b"raw line %d\n" % i for i in range(5000)))
+    w.feed(tb(1, "AssertionError: after the dump"))
+    w.flush()
+    assert max(ln.text.count("\n") for ln in sink.lines) < 2000
+    assert sum(ln.text.count("\n") + 1 for ln in sink.lines) == 5001 + 4
+    assert all(ln.tp_rank == 1 for ln in sink.lines)
+    assert [(a.alert_kind, a.ranks, a.first_line) for a in sink.alerts] == [("assertion", [1], 5002)]

@@ -31,6 +31,7 @@ from tuiapp.logwatch.prefix import CPP_LOG_RE, TORCH_RANK_RE, parse_sglang_prefi
 
 IDLE_S = 0.03
 TB_WAIT_S = 1.0
+MAX_RECORD_LINES = 2000
 POLL_S = 0.02
 READY_TEXT = "The server is fired up and ready to roll"
 _TB_HEAD = "Traceback (most recent call last)"
@@ -256,15 +257,18 @@ class LogWatcher:
         target = None if _RAW_START_RE.match(text) else self._continuation_target(text)
         if target is not None:
             target.add(text, text, wall)
+            if len(target.texts) >= MAX_RECORD_LINES:
+                self._cut_record(target)
             return
         if not text.strip():
             return
         self._close_main()
         inherit = self._last_closed
         tp = dp = ep = None
-        if (inherit is not None and wall - inherit.last_wall < TB_WAIT_S
-                and not text.startswith(_TB_HEAD) and (text[0].isspace() or EXC_RE.match(text))):
-            tp, dp, ep = inherit.tp, inherit.dp, inherit.ep  # a late continuation line
+        if inherit is not None and (inherit.extra.get("cut") or (
+                wall - inherit.last_wall < TB_WAIT_S and not text.startswith(_TB_HEAD)
+                and (text[0].isspace() or EXC_RE.match(text)))):
+            tp, dp, ep = inherit.tp, inherit.dp, inherit.ep  # a late or cut-off continuation
         rec = Record(line.line_no, [text], [text], tp, dp, ep, None, wall, wall)
         rec.track(text)
         self._open = rec
@@ -296,6 +300,8 @@ class LogWatcher:
         if not new:
             assert cur is not None
             cur.add(text, content, wall)
+            if len(cur.texts) >= MAX_RECORD_LINES:
+                self._cut_record(cur)
             return
         if cur is not None:
             del self._rank_open[rank]
@@ -327,6 +333,19 @@ class LogWatcher:
                 self._pending.append(cur)
         if done:
             self._finish_in_order(done)
+
+    def _cut_record(self, rec: Record) -> None:
+        """Bound one record (hours of unprefixed output would otherwise join one record)."""
+        if self._open is rec:
+            self._open = None
+        elif rec in self._pending:
+            self._pending.remove(rec)
+        else:
+            for rank, other in list(self._rank_open.items()):
+                if other is rec:
+                    del self._rank_open[rank]
+        rec.extra["cut"] = True
+        self._finish(rec)
 
     def _finish_in_order(self, records: list[Record]) -> None:
         for rec in sorted(records, key=lambda r: r.line_no):
