@@ -248,3 +248,21 @@ def test_feed_and_poll_from_two_threads() -> None:
         t.join()
     w.flush()
     assert [(a.alert_kind, a.ranks) for a in final_state(out)] == [("assertion", list(range(8)))]
+
+
+def test_torch_rank_stream_after_a_traceback_starts_new_records() -> None:
+    text = ("[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "a.py", line 1, in f\n'
+            "[rank0]: ValueError: first\n"
+            "[rank0]: \n"
+            "[rank0]: The above exception was the direct cause of the following exception:\n"
+            "[rank0]: \n"
+            "[rank0]: Traceback (most recent call last):\n"
+            '[rank0]:   File "b.py", line 2, in g\n'
+            "[rank0]: KeyError: 'second'\n"
+            "[rank0]: some later output from the same process\n"
+            "[rank0]: torch.OutOfMemoryError: CUDA out of memory. printed later, not part of it\n")
+    alerts = final_state(alerts_of(text))
+    assert [(a.alert_kind, a.first_line, a.message) for a in alerts] == [
+        ("keyerror", 1, "KeyError: 'second'"),
+        ("oom", 11, "torch.OutOfMemoryError: CUDA out of memory. printed later, not part of it")]

@@ -35,6 +35,7 @@ MAX_RECORD_LINES = 2000
 POLL_S = 0.02
 READY_TEXT = "The server is fired up and ready to roll"
 _TB_HEAD = "Traceback (most recent call last)"
+_CHAIN_MARKERS = ("The above exception was the direct cause", "During handling of the above exception")
 
 _STANDALONE_RE = re.compile(
     r"\S+:\d+:\d+ \[\d+\] NCCL (?:INFO|WARN|ERROR)\b"  # host:pid:tid [dev] NCCL ...
@@ -295,8 +296,10 @@ class LogWatcher:
         if cur is not None and not CPP_LOG_RE.match(content):
             if content.startswith(_TB_HEAD):
                 new = not cur.expects_traceback()
-            elif not content.strip() or content[0].isspace() or cur.in_tb or cur.has_tb:
+            elif not content.strip() or content[0].isspace() or cur.in_tb:
                 new = False
+            elif cur.has_tb and content.startswith(_CHAIN_MARKERS):
+                new = False  # a chained exception follows
         if not new:
             assert cur is not None
             cur.add(text, content, wall)
