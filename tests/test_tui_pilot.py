@@ -189,3 +189,45 @@ async def test_replay_keys_drive_the_replay_controls_and_the_timeline_follows():
         for _ in range(8):
             await pilot.press("plus")
         assert replay.speed == 64.0
+
+
+async def test_recording_from_the_tui_is_complete_after_quit(tmp_path):
+    events = read_events(EVENTS)[:50]
+    path = tmp_path / "run.jsonl"
+    session = Session(title="rec", sources=[], record_path=path, header={"command": ["tuiapp", "demo"]})
+    session.sources.append(_publish_all(events))
+    app = DashboardApp(session)
+    async with app.run_test(size=(80, 24)) as pilot:
+        await settle(pilot, len(events))
+        await pilot.press("q")  # no server of ours: no question asked
+        for _ in range(200):
+            if not app.is_running:
+                break
+            await pilot.pause(0.02)
+    lines = path.read_bytes().splitlines()
+    assert len(lines) == 1 + len(events) and b"tuiapp" in lines[0]
+    assert path.stat().st_mode & 0o777 == 0o600
+
+
+def _publish_all(events):
+    async def source(bus):
+        for event in events:
+            bus.publish(event)
+        await asyncio.Event().wait()
+
+    return source
+
+
+async def test_number_keys_hide_panels_and_the_palette_offers_the_same():
+    app = DashboardApp(preview_session(EVENTS))
+    async with app.run_test(size=(160, 48)) as pilot:
+        gpus = app.dashboard.query_one("#gpus")
+        assert gpus.display
+        await pilot.press("2")
+        await pilot.pause()
+        assert gpus.styles.display == "none"
+        await pilot.press("2")
+        await pilot.pause()
+        assert gpus.styles.display == "block"
+        titles = [c.title for c in app.get_system_commands(app.dashboard)]
+        assert "Toggle panel: GPUs" in titles and "Open log" in titles and "Pause/resume benchmark loop" not in titles
