@@ -1,5 +1,6 @@
 """Decode pacing: a client measuring (completion_tokens - 1) / (e2e - ttft) sees the model's rate."""
 
+import threading
 import time
 
 import httpx
@@ -72,3 +73,27 @@ def test_speculative_pacing_matches_verify_steps():
     assert tok_s == pytest.approx((meta["completion_tokens"] - 1) / (meta["spec_verify_ct"] * plan.step_s), rel=0.01)
     assert tok_s == pytest.approx(plan.expected_tok_s, rel=0.05)
     assert max(per_chunk) > 1
+
+
+def test_batching_queue_and_stream_interval():
+    args = BASE + ["--max-running-requests", "2", "--stream-interval", "5", "--sim-step-ms", "4", "--decode-log-interval", "5"]
+    with SimProcess(args) as sim:
+        sim.wait_ready()
+        results = {}
+
+        def go(i):
+            body = {"text": f"request {i}", "stream": True, "sampling_params": {"max_new_tokens": 21, "ignore_eos": True}}
+            with httpx.stream("POST", sim.url + "/generate", json=body, timeout=30) as r:
+                results[i] = [orjson.loads(line[6:])["meta_info"]["completion_tokens"]
+                              for line in r.iter_lines() if line.startswith("data: {")]
+
+        threads = [threading.Thread(target=go, args=(i,)) for i in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert sim.wait_for("#running-req: 2")
+        err = sim.stderr
+    assert all(v == [1, 6, 11, 16, 21] for v in results.values()), results
+    assert "#queue-req: 2" in err or "#queue-req: 1" in err
+    assert "Decode batch, #running-req: 3" not in err

@@ -105,8 +105,9 @@ class Histogram:
 
 class Scheduler:
     def __init__(self, plan: Plan, log, rank0, farm, *, seed: int, decode_log_interval: int,
-                 radix_cache: bool, step_s: float | None = None):
+                 radix_cache: bool, step_s: float | None = None, stream_interval: int = 1):
         self.plan = plan
+        self.stream_interval = max(stream_interval, 1)
         self.log = log
         self.rank0 = rank0
         self.farm = farm
@@ -243,9 +244,9 @@ class Scheduler:
                 self.seg_t0 = time.monotonic()
             if deadline is None or deadline < now - 0.05:
                 deadline = now  # fell far behind (or just woke): restart the schedule
-            if self.waiting:
-                batch = list(self.waiting)
-                self.waiting.clear()
+            room = self.plan.max_running_requests - len(self.running)
+            if self.waiting and room > 0:
+                batch = [self.waiting.popleft() for _ in range(min(room, len(self.waiting)))]
                 new_tokens = 0
                 for r in batch:
                     key = tuple(r.prompt_ids)
@@ -362,7 +363,7 @@ class Scheduler:
                 r.proposed_drafts += self.plan.spec_draft_tokens - 1
                 correct += got - 1
             r.pending += got
-            if flush or r.finish_reason is not None:
+            if r.finish_reason is not None or (flush and r.pending >= self.stream_interval):
                 self._emit(r, now)
         self.running = [r for r in self.running if r.finish_reason is None and not r.aborted]
         self.win_tokens += produced

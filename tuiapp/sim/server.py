@@ -45,7 +45,8 @@ class SimServer:
         self.scheduler = Scheduler(
             self.plan, self.log, self.ranks[0], self.farm, seed=self.ns.sim_seed,
             decode_log_interval=self.ns.decode_log_interval,
-            radix_cache=not self.ns.disable_radix_cache, step_s=step_s)
+            radix_cache=not self.ns.disable_radix_cache, step_s=step_s,
+            stream_interval=self.ns.stream_interval)
         self.served_model_name = self.ns.served_model_name or self.ns.model_path
         self.context_len = self.ns.context_length or model.CONTEXT_LEN
         self.server_args = resolved_server_args(self.ns, self.plan)
