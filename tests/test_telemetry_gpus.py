@@ -7,7 +7,6 @@ import asyncio
 import json
 import subprocess
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -58,12 +57,9 @@ def test_table_from_fake_nvml_shows_na(monkeypatch, capsys):
 
 
 def test_json_from_the_simulator(capsys):
-    sim = FakeSim()
+    sim = FakeSim(step_s=1.0)
     try:
-        def bump() -> None:
-            sim.t_s += 1.0
-        threading.Timer(0.1, bump).start()
-        assert main(["gpus", "--sim", sim.url, "--json", "--interval", "0.3"]) == 0
+        assert main(["gpus", "--sim", sim.url, "--json", "--interval", "0.1"]) == 0
     finally:
         sim.close()
     doc = json.loads(capsys.readouterr().out)

@@ -21,8 +21,10 @@ class FakeSim:
     """Serves the simulator's GPU model: cumulative counters at fixed rates on a clock the
     test moves (``t_s``)."""
 
-    def __init__(self, n_gpus: int = 2, tx_bytes_s: float = 1e9, rx_bytes_s: float = 3e9) -> None:
+    def __init__(self, n_gpus: int = 2, tx_bytes_s: float = 1e9, rx_bytes_s: float = 3e9,
+                 step_s: float = 0.0) -> None:
         self.t_s = 1000.0
+        self.step_s = step_s  # the clock moves this much after each request
         self.n_gpus, self.tx, self.rx = n_gpus, tx_bytes_s, rx_bytes_s
         fake = self
 
@@ -32,6 +34,7 @@ class FakeSim:
                     self.send_error(404)
                     return
                 body = json.dumps(fake.model()).encode()
+                fake.t_s += fake.step_s
                 self.send_response(200)
                 self.send_header("Content-Type", "application/json")
                 self.send_header("Content-Length", str(len(body)))
@@ -74,7 +77,7 @@ def gpus(events):
 def test_rates_come_from_counter_deltas_over_sim_time(fake_sim):
     b = SimBackend(fake_sim.url)
     first = b.sample()
-    assert isinstance(first[0], Note) and "simulated GPUs" in first[0].text
+    assert not [e for e in first if isinstance(e, Note)]
     g0 = gpus(first)[0]
     assert g0.pcie_rx_bytes_s is None  # one reading is not a rate yet
     assert (g0.uuid, g0.mem_used_bytes, g0.util_pct, g0.pcie_method) == ("GPU-sim-0", 80 * GIB, 97, "sim")
@@ -99,6 +102,19 @@ def test_unreachable_simulator_leaves_idle_gpus(fake_sim):
         assert g.mem_used_bytes == 0 and g.util_pct == 0.0 and g.pcie_rx_bytes_s == 0.0
         assert g.mem_total_bytes == 96 * GIB and g.uuid.startswith("GPU-sim-")  # still the same GPUs
     assert not [e for e in b.sample() if isinstance(e, Note)]  # said once
+    b.close()
+
+
+def test_simulator_coming_back_is_noted_and_rates_restart(fake_sim):
+    b = SimBackend(fake_sim.url)
+    b.sample()
+    url = b.url
+    b.url = "http://127.0.0.1:9/sim/gpus"  # as if the server went away
+    b.sample()
+    b.url = url
+    events = b.sample()
+    assert [e.text for e in events if isinstance(e, Note)] == [f"simulated GPUs: {url} reachable again"]
+    assert gpus(events)[0].pcie_rx_bytes_s is None  # counters may have restarted: no rate yet
     b.close()
 
 

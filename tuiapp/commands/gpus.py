@@ -84,9 +84,7 @@ def run(args: argparse.Namespace) -> int:
         backend, note = open_backend("sim", sim_url=args.sim)
     else:
         backend, note = open_backend("auto", dcgm_urls=args.gpu_source or None)
-    events = [] if backend is None else take_snapshot(backend, args.interval)
-    if backend is not None:
-        backend.close()
+    events = [] if backend is None else take_snapshot(backend, args.interval, close=True)
     gpus = [e for e in events if e.kind == "gpu"]
     alerts = [e for e in events if e.kind == "alert"]
     notes = [note] + [e.text for e in events if e.kind == "note" and e.text != note]

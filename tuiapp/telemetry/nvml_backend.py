@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuiapp.events import Alert, GpuSample, Note, _Event
+from tuiapp.events import Alert, GpuSample, _Event
 from tuiapp.telemetry.backend import Backend, call_in_threads
 from tuiapp.telemetry.counters import WrapCounter, interval_rate, link_max_bytes_s, wrap_time_s
 
@@ -136,7 +136,6 @@ class NvmlBackend(Backend):
             shortest_wrap_s = min(g.tx.max_gap_s for g in counted)
             self.poll_period_s = poll_period_s or min(0.05, 0.7 * shortest_wrap_s)
         self._setup_events()
-        self._pending.append(Note(text=self.describe(), source="nvml"))
 
     # ------------------------------------------------------------------ setup
 

@@ -180,18 +180,21 @@ def _quiet(fn: Callable[[], None]) -> Callable[[], None]:
 
 
 def take_snapshot(backend: Backend, interval_s: float = 1.0,
-                  timeout_s: float | None = None) -> list[_Event]:
+                  timeout_s: float | None = None, *, close: bool = False) -> list[_Event]:
     """Two samples ``interval_s`` apart (so rates are real averages), with the poll thread
     running in between; returns the events of both, GPU samples from the second only.
-    A hung backend gives a Note after ``timeout_s`` instead of blocking forever."""
+    A hung backend gives a Note after ``timeout_s`` instead of blocking forever (and is
+    then never closed, even with ``close``: shutting NVML down under a call can crash)."""
     result: list[_Event] = []
     done = threading.Event()
     halt = threading.Event()
 
+    poller_box: list[_Loop] = []
+
     def work() -> None:
-        poller = None
         if backend.poll_period_s:
             poller = _Loop("gpu-poll", _quiet(backend.poll), backend.poll_period_s, halt)
+            poller_box.append(poller)
             poller.thread.start()
         try:
             first = backend.sample()
@@ -213,4 +216,8 @@ def take_snapshot(backend: Backend, interval_s: float = 1.0,
         return [Note(level="error", source=backend.name,
                      text=f"GPU telemetry: {backend.name} did not answer within {limit_s:.0f} s "
                           "(hung GPU or driver?)")]
+    if close:
+        if poller_box:
+            poller_box[0].thread.join(timeout=1.0)
+        backend.close()
     return result

@@ -46,9 +46,10 @@ class SimBackend(Backend):
         out: list[_Event] = []
         reachable = data is not None
         if reachable != self._reachable:
-            if reachable:
-                out.append(Note(text=f"telemetry: simulated GPUs from {self.url}", source="sim"))
-            else:
+            # open_backend's note already said where the GPUs come from: speak on changes
+            if reachable and self._reachable is not None:
+                out.append(Note(text=f"simulated GPUs: {self.url} reachable again", source="sim"))
+            elif not reachable:
                 out.append(Note(level="warning", source="sim",
                                 text=f"simulated GPUs: {self.url} unreachable; showing them idle"))
             self._reachable = reachable
