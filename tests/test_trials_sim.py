@@ -16,9 +16,9 @@ PLAN = DATA / "sim_short.toml"
 SPEED = "50"
 
 
-def _trials(tmp: Path, *extra: str) -> tuple[int, dict[str, dict]]:
+def _trials(tmp: Path, *extra: str, plan: Path = PLAN) -> tuple[int, dict[str, dict]]:
     ledger = tmp / "ledger.json"
-    code = main(["trials", str(PLAN), "--sim", "--sim-speed", SPEED, "--headless", "--telemetry", "sim",
+    code = main(["trials", str(plan), "--sim", "--sim-speed", SPEED, "--headless", "--telemetry", "sim",
                  "--ledger", str(ledger), "--ledger-md", str(tmp / "ledger.md"),
                  "--ledger-csv", str(tmp / "ledger.csv"), *extra])
     rows = {r["name"]: r for r in json.loads(ledger.read_text())}
@@ -45,10 +45,9 @@ def test_every_trial_has_a_row_and_the_plan_goes_on(plan_run):
     ("name", "status", "words", "ranks"),
     [
         ("symm-mem", "keyerror", "KeyError: 12", list(range(8))),
-        ("tree", "nccl", "NCCL_ALGO", list(range(8))),
+        ("tree", "nccl", "NCCL", list(range(8))),
         ("ep-a2a", "assertion", "AssertionError", None),
-        pytest.param("fusion", "jit_arch", "CUDA architectures", list(range(8)), marks=pytest.mark.xfail(
-            reason="logwatch ranks the CUDA-graph capture wrapper (oom) above its JIT-arch cause")),
+        ("fusion", "jit_arch", "No supported CUDA architectures", list(range(8))),
     ],
 )
 def test_failed_trials_record_their_cause(plan_run, name, status, words, ranks):
@@ -109,20 +108,24 @@ def test_resume_runs_only_what_is_missing(plan_run, tmp_path):
 
 
 def test_isolate_attributes_the_gain_knob_by_knob(tmp_path, capsys):
-    code, rows = _trials(tmp_path, "--isolate", "new")
+    code, rows = _trials(tmp_path, "--isolate", "new", plan=DATA / "isolate_sim.toml")
     out = capsys.readouterr().out
     assert code == 0
-    knobs = ["cuda-graph-max-bs", "mem-fraction-static", "num-continuous-decode-steps"]
+    knobs = ["cuda-graph-max-bs", "num-continuous-decode-steps"]
     assert list(rows) == ["old", *[f"new/{k}" for k in knobs], "new"]
     for knob in knobs:
         row = rows[f"new/{knob}"]
         assert list(row["diff"]) == [knob] and row["confound"] is None
-        assert row["verdict"] == "faster" and row["baseline"] == "old"
-        assert 0 < row["share_pct"] < 100
-    # the simulator's model: max-bs 512 costs the most, mem fraction the least
+        assert row["baseline"] == "old" and row["share_pct"] is not None
+        assert row["verdict"] in ("faster", "within noise")  # never slower: both knobs help
+    # The simulator's model: max-bs 512 costs 0.55 ms a step (+4.1 tok/s alone), 4 decode
+    # steps 0.35 ms (+2.7 tok/s); 3 short runs on a busy box resolve at least the first.
     delta = {k: rows[f"new/{k}"]["delta_tok_s"] for k in knobs}
-    assert delta["cuda-graph-max-bs"] > delta["num-continuous-decode-steps"] > delta["mem-fraction-static"]
+    assert rows["new/cuda-graph-max-bs"]["verdict"] == "faster"
+    assert delta["cuda-graph-max-bs"] > 0 and delta["num-continuous-decode-steps"] > 0
+    assert rows["new"]["verdict"] == "faster" and rows["new"]["isolates"] == "new"
     assert "attribution: new +" in out and "interaction" in out
+    assert "warning: new changes 2 knobs" not in out  # answered by this very run
 
 
 def test_headless_run_never_imports_textual_and_exit_code(tmp_path):
