@@ -32,7 +32,7 @@ class LogScreen(Screen):
         self.set_interval(1.0, self.append_new)
 
     def _tones(self) -> dict[str, object]:
-        return {name: self.get_component_rich_style(f"log-screen--{name}")
+        return {name: self.get_component_rich_style(f"log-screen--{name}", partial=True)
                 for name in ("muted", "label", "error", "warn", "value")}
 
     def _write(self, lines) -> None:

@@ -49,7 +49,7 @@ class AlertList(OptionList):
         options = [Option(self._prompt(self.store.alerts[order[i]]), id=f"alert-{i}")
                    for i in reversed(range(len(order)))]
         if not options:
-            options = [Option(Text("no alerts", self.get_component_rich_style("alert-list--muted")),
+            options = [Option(Text("no alerts", self.get_component_rich_style("alert-list--muted", partial=True)),
                               id="none", disabled=True)]
         self.set_options(options)
         if highlighted is not None and highlighted != "none":
@@ -58,8 +58,8 @@ class AlertList(OptionList):
             self.highlighted = 0
 
     def _prompt(self, alert: Alert) -> Text:
-        tone = self.get_component_rich_style(f"alert-list--{alert.severity}")
-        muted = self.get_component_rich_style("alert-list--muted")
+        tone = self.get_component_rich_style(f"alert-list--{alert.severity}", partial=True)
+        muted = self.get_component_rich_style("alert-list--muted", partial=True)
         when = fmt.clock(self.store.rel_s(alert.t_s))
         head = f"{'ERR ' if alert.severity == 'error' else 'WARN'} {alert.alert_kind:<11}"
         text = Text(no_wrap=True, overflow="ellipsis")

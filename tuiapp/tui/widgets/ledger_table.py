@@ -73,4 +73,4 @@ class LedgerTable(DataTable):
         status = row.result.status if row.result else row.phase
         tone = ("ok" if status == "ok" else "running" if row.result is None and status not in ("failed", "skipped")
                 else "failed")
-        return Text(value, self.get_component_rich_style(f"ledger--{tone}"))
+        return Text(value, self.get_component_rich_style(f"ledger--{tone}", partial=True))

@@ -26,7 +26,7 @@ class TimelineBar(Widget):
 
     def render(self) -> Text:
         r = self.replay
-        label = self.get_component_rich_style("timeline--label")
+        label = self.get_component_rich_style("timeline--label", partial=True)
         text = Text(no_wrap=True)
         text.append(" ▶ play " if r.playing else " ‖ pause", label)
         text.append(f" x{r.speed:g} ".ljust(5), label)
@@ -34,6 +34,6 @@ class TimelineBar(Widget):
         width = max(0, self.size.width - len(text) - 1)
         frac = r.position_s / r.duration_s if r.duration_s > 0 else 0.0
         done = round(min(max(frac, 0.0), 1.0) * width)
-        text.append("━" * done, self.get_component_rich_style("timeline--done"))
-        text.append("─" * (width - done), self.get_component_rich_style("timeline--todo"))
+        text.append("━" * done, self.get_component_rich_style("timeline--done", partial=True))
+        text.append("─" * (width - done), self.get_component_rich_style("timeline--todo", partial=True))
         return text
