@@ -129,3 +129,22 @@ def test_garbage_body_is_a_note_not_a_crash():
         backend.close()
     finally:
         ex.close()
+
+
+def test_auto_merges_local_nvml_and_remote_nodes_once_each(monkeypatch, exporters):
+    import sys
+
+    from test_telemetry_fakes import FakeNvml, fake_gpus
+
+    from tuiapp.telemetry import open_backend
+
+    local = fake_gpus(2)
+    local[1].uuid = "GPU-7d9e1b44-2c6a-4f0e-b8d3-91a5c0e4f7b2"  # node-a's GPU 1 is this machine's
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(local))
+    a, b = exporters
+    backend, note = open_backend("auto", dcgm_urls=[a.url, b.url])
+    assert backend.name == "nvml+dcgm" and "plus dcgm-exporter" in note
+    gpus = [e for e in backend.sample() if isinstance(e, GpuSample)]
+    assert [(g.node, g.index) for g in gpus] == [(None, 0), (None, 1), ("node-a", 0), ("node-b", 0)]
+    assert gpus[1].pcie_method == "counters"  # the local reading wins
+    backend.close()

@@ -61,10 +61,17 @@ class MultiBackend(Backend):
                 b.poll()
 
     def sample(self) -> list[_Event]:
+        # remote sources (HTTP with their own timeouts) run beside the first (local) one, so a
+        # slow node does not delay local GPU samples
+        others = call_in_threads([b.sample for b in self.backends[1:]], timeout_s=0.0,
+                                 wait=False)
+        results = [self.backends[0].sample()] + others.result(timeout_s=10.0)
         out: list[_Event] = []
         seen: set[str] = set()
-        for b in self.backends:
-            for ev in b.sample():
+        for events in results:
+            if not isinstance(events, list):  # raised or timed out: nothing from it this time
+                continue
+            for ev in events:
                 if isinstance(ev, GpuSample) and ev.uuid:
                     if ev.uuid in seen:
                         continue
@@ -84,9 +91,24 @@ class MultiBackend(Backend):
             b.close()
 
 
-def call_in_threads(calls: list[Callable[[], Any]], timeout_s: float) -> list[Any]:
-    """Run blocking calls at once in daemon threads; a call that raised or did not finish
-    within ``timeout_s`` gives None (its thread is abandoned, never joined)."""
+class _Pending:
+    def __init__(self, results: list[Any], done: list[threading.Event]) -> None:
+        self._results, self._done = results, done
+
+    def result(self, timeout_s: float) -> list[Any]:
+        deadline = time.monotonic() + timeout_s
+        for ev in self._done:
+            ev.wait(max(0.0, deadline - time.monotonic()))
+        return [r if d.is_set() else None
+                for r, d in zip(self._results, self._done, strict=True)]
+
+
+def call_in_threads(calls: list[Callable[[], Any]], timeout_s: float, *,
+                    wait: bool = True) -> Any:
+    """Run blocking calls at once in daemon threads. With ``wait`` (the default) return their
+    results, where a call that raised gives its exception and one that did not finish within
+    ``timeout_s`` gives None (its thread is abandoned, never joined); without ``wait``
+    return a handle whose ``result(timeout_s)`` does that later."""
     results: list[Any] = [None] * len(calls)
     done = [threading.Event() for _ in calls]
 
@@ -100,7 +122,5 @@ def call_in_threads(calls: list[Callable[[], Any]], timeout_s: float) -> list[An
 
     for i in range(len(calls)):
         threading.Thread(target=runner, args=(i,), name="tuiapp-telemetry-call", daemon=True).start()
-    deadline = time.monotonic() + timeout_s
-    for ev in done:
-        ev.wait(max(0.0, deadline - time.monotonic()))
-    return [r if d.is_set() else None for r, d in zip(results, done, strict=True)]
+    pending = _Pending(results, done)
+    return pending.result(timeout_s) if wait else pending
