@@ -107,7 +107,7 @@ class MemoryPlan:
     kv_gib: float
     graphs_gib: float
     custom_ar_gib: float
-    total_gib: float = GPU_MEM_TOTAL_BYTES / GIB
+    total_gib: float = (GPU_MEM_TOTAL_BYTES - GPU_MEM_RESERVED_BYTES) / GIB  # what torch sees
 
     @property
     def used_after_weights_gib(self) -> float:
@@ -269,7 +269,8 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
     if spec:
         step_ms += VERIFY_ALLREDUCE_MS + DRAFT_STEP_MS * steps
 
-    total_gib = GPU_MEM_TOTAL_BYTES / GIB
+    # torch's view: NVML total minus the driver reserve; SGLang's "avail mem" is free memory
+    total_gib = (GPU_MEM_TOTAL_BYTES - GPU_MEM_RESERVED_BYTES) / GIB
     weights = WEIGHTS_TOTAL_GIB / tp
     draft_w = DRAFT_WEIGHTS_GIB * 8 / tp if spec else 0.0
     ar_gib = CUSTOM_AR_BUFFERS_GIB if custom_ar else 0.0

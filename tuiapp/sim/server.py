@@ -183,11 +183,11 @@ class SimServer:
         await self.each_rank(f"Load weight begin. avail mem={avail:.2f} GB")
         load_s = 1.8
         if plan.failure == "load_oom":
-            frac = max(min((avail - 0.6) / mem.weights_gib, 1.0), 0.0)
+            frac = max(min((avail - 0.3) / mem.weights_gib, 1.0), 0.0)
             self.gpu_busy(12, 110.0, rx_bps=mem.weights_gib * frac * GIB / (load_s * frac / self.speed))
-            self.mem_stage(total_gib - 0.6, load_s * frac)
+            self.mem_stage(total_gib - 0.3, load_s * frac)
             await self.progress(lambda n: "Loading safetensors checkpoint shards", 64, load_s * frac, "shards", steps=6)
-            used = total_gib - 0.6 - model.GPU_MEM_RESERVED_BYTES / GIB
+            used = total_gib - 0.3
             await self.fail_all_ranks(lambda r: failures.load_oom(r.tp, used))
         self.gpu_busy(12, 110.0, rx_bps=mem.weights_gib * GIB / (load_s / self.speed))
         self.mem_stage(mem.context_gib + mem.custom_ar_gib + mem.weights_gib, load_s)
@@ -365,8 +365,7 @@ class SimServer:
         try:
             server = await serve(Api(self).handle, self.ns.host, self.ns.port)
         except OSError as exc:
-            self.log.uvicorn(f"[Errno {exc.errno}] error while attempting to bind on address "
-                             f"({self.ns.host!r}, {self.ns.port}): {exc.strerror.lower() if exc.strerror else exc}", "ERROR")
+            self.log.uvicorn(f"[Errno {exc.errno}] {exc.strerror}", "ERROR")
             return 1
         stop = loop.create_future()
         for sig in (signal.SIGTERM, signal.SIGINT):
