@@ -266,3 +266,37 @@ def test_torch_rank_stream_after_a_traceback_starts_new_records() -> None:
     assert [(a.alert_kind, a.first_line, a.message) for a in alerts] == [
         ("keyerror", 1, "KeyError: 'second'"),
         ("oom", 11, "torch.OutOfMemoryError: CUDA out of memory. printed later, not part of it")]
+
+
+def test_chained_traceback_arriving_in_pieces_updates_the_same_alert() -> None:
+    out: list[Alert] = []
+    w = LogWatcher(lambda e: out.append(e) if isinstance(e, Alert) else None)
+    w.feed(tb(6, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB.").encode(), now_s=0.0)
+    w.poll(0.05)  # a stall longer than the idle timeout: the first part is finished
+    assert [(a.alert_kind, a.ranks) for a in out] == [("oom", [6])]
+    w.feed(b"\nThe above exception was the direct cause of the following exception:\n\n"
+           b"Traceback (most recent call last):\n"
+           b'  File "runner.py", line 603, in capture\n'
+           b"    raise Exception(\n"
+           b"Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 512.00 MiB.\n", now_s=0.1)
+    w.flush(now_s=0.2)
+    assert len({a.alert_id for a in out}) == 1
+    last = out[-1]
+    assert (last.alert_kind, last.ranks, last.first_line) == ("oom", [6], 1)
+    assert last.message == "Exception: Capture cuda graph failed: CUDA out of memory. Tried to allocate 512.00 MiB."
+    # a later rank whose traceback came whole joins the same incident
+    w.feed(tb(2, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 512.00 MiB.").encode(), now_s=0.3)
+    w.flush(now_s=0.4)
+    assert len({a.alert_id for a in out}) == 1 and out[-1].ranks == [2, 6]
+
+
+def test_message_ending_with_colon_waits_for_its_continuation() -> None:
+    out: list[Alert] = []
+    w = LogWatcher(lambda e: out.append(e) if isinstance(e, Alert) else None)
+    w.feed(tb(0, "RuntimeError: Ninja build failed. Ninja output:").encode(), now_s=0.0)
+    w.poll(0.1)
+    assert out == []  # "...output:" promises more
+    w.feed(b"nvcc fatal   : Unsupported gpu architecture 'compute_120a'\n", now_s=0.2)
+    w.poll(0.3)
+    assert [(a.alert_kind, a.ranks, a.message) for a in out] == [
+        ("jit_arch", [0], "nvcc fatal   : Unsupported gpu architecture 'compute_120a'")]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 from pathlib import Path
 
 import pytest
@@ -71,3 +72,39 @@ def test_healthy_and_decoy_logs_raise_nothing() -> None:
         w.flush()
         assert alerts == [], p.name
         assert w.ready
+
+
+# What a server writes with one write(): a logging record whole (traceback included), a
+# c10 or torchrun line, an NCCL line, a tqdm redraw, a raw crash message.
+_WRITE_START = re.compile(
+    rb"\(|\[\d{4}-|\[rank\d+\]|\r|\S+:\d+:\d+ \[\d+\] NCCL|terminate called|Fatal Python|Killed|usage: |/\S+\.py:\d+: ")
+
+
+def _writes(data: bytes) -> list[bytes]:
+    out: list[bytes] = []
+    for line in data.splitlines(keepends=True):
+        if out and not _WRITE_START.match(line):
+            out[-1] += line
+        else:
+            out.append(line)
+    return out
+
+
+@pytest.mark.parametrize("log", CORPUS, ids=lambda p: p.stem)
+def test_slow_writer_with_idle_gaps_gives_the_same_answer(log: Path) -> None:
+    """Gaps longer than the idle timeout between writes: records are finished by the timer,
+    tracebacks wait for their exception line, and nothing about the answer changes."""
+    expected = json.loads(log.with_suffix(".expected.json").read_text())
+    rng = random.Random(log.stem + "slow")
+    w = LogWatcher(lambda e: None)
+    t = 0.0
+    for chunk in _writes(log.read_bytes()):
+        w.feed(chunk, now_s=t)
+        gap = rng.choice([0.0, 0.001, 0.01, 0.045])
+        while gap > 0:  # the 20 ms timer
+            step = min(gap, 0.02)
+            t += step
+            gap -= step
+            w.poll(t)
+    w.flush(now_s=t + 1)
+    assert w.summary() == expected

@@ -113,6 +113,9 @@ class Finding:
     signature: str
     ranks: list[int] = field(default_factory=list)
     has_traceback: bool = False
+    # the other exception lines of a chained traceback: the same failure seen through
+    # its cause (when a traceback arrives in pieces) is still the same incident
+    aliases: list[str] = field(default_factory=list)
 
 
 def clean(line: str) -> str:
@@ -202,4 +205,11 @@ def classify(body: list[str]) -> Finding | None:
     # NCCL failures come as bursts of differently worded lines (NCCL WARN, c10 watchdog,
     # terminate/what(), DistBackendError tracebacks): one incident per burst.
     signature = "nccl" if rule.kind == "nccl" else rule.signature or f"{rule.kind}:{normalise(message)}"
-    return Finding(rule.kind, rule.severity, message, signature, ranks, final is not None)
+    aliases: list[str] = []
+    if rule.kind != "nccl" and rule.signature is None:
+        for c in cands:
+            if EXC_RE.match(c):
+                alias = f"{rule.kind}:{normalise(c)}"
+                if alias != signature and alias not in aliases:
+                    aliases.append(alias)
+    return Finding(rule.kind, rule.severity, message, signature, ranks, final is not None, aliases)

@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuiapp.events import Alert
-from tuiapp.logwatch.classify import Finding
+from tuiapp.logwatch.classify import PRIORITY, Finding
 
 CONSEQUENCE_S = 30.0
 KV_PRESSURE_WINDOW_S = 60.0  # retractions come in episodes; one alert per episode
@@ -71,34 +71,48 @@ class AlertGrouper:
         return abs(wall_s - inc.last_wall_s) <= window_s
 
     def add(self, f: Finding, ranks: list[int], line_no: int, text: str,
-            log_t: float | None, wall_s: float) -> None:
+            log_t: float | None, wall_s: float, into: Incident | None = None) -> Incident | None:
+        """The incident the finding joined or opened (None: folded away as a consequence).
+        ``into``: the incident of the record this one continues (a traceback that arrived
+        in pieces): the finding joins it whatever its wording."""
         ranks = sorted(set(ranks) | set(f.ranks))
+        keys = [(f.kind, k) for k in (f.signature, *f.aliases)]
+        if into is not None:
+            self._join(into, ranks, text, f, log_t, wall_s, continued=True)
+            self._register(keys, into)
+            return into
         if f.kind == "crash":
             for inc in reversed(self.incidents[-64:]):
                 if inc.severity == "error" and self._near(inc, log_t, wall_s, CONSEQUENCE_S):
                     if inc.kind == "crash":
                         self._join(inc, ranks, text, f, log_t, wall_s)
-                    else:
-                        self.suppressed += 1
-                    return
+                        return inc
+                    self.suppressed += 1
+                    return None
         window = KV_PRESSURE_WINDOW_S if f.kind == "kv_pressure" else self.window_s
-        key = (f.kind, f.signature)
-        inc = self._by_sig.get(key)
-        if inc is not None and self._near(inc, log_t, wall_s, window):
-            self._join(inc, ranks, text, f, log_t, wall_s)
-            return
+        for key in keys:
+            inc = self._by_sig.get(key)
+            if inc is not None and self._near(inc, log_t, wall_s, window):
+                self._join(inc, ranks, text, f, log_t, wall_s)
+                self._register(keys, inc)
+                return inc
         inc = Incident(
             alert_id=next(_alert_ids), kind=f.kind, severity=f.severity, signature=f.signature,
             message=f.message, first_line=line_no, traceback=text[:MAX_TRACEBACK_CHARS],
             has_traceback=f.has_traceback, last_log_t=log_t, last_wall_s=wall_s, ranks=ranks,
         )
-        self._by_sig[key] = inc
+        self._register(keys, inc)
         if len(self.incidents) < MAX_INCIDENTS:
             self.incidents.append(inc)
         self._publish(inc.to_alert())
+        return inc
+
+    def _register(self, keys: list[tuple[str, str]], inc: Incident) -> None:
+        for key in keys:
+            self._by_sig[key] = inc
 
     def _join(self, inc: Incident, ranks: list[int], text: str, f: Finding,
-              log_t: float | None, wall_s: float) -> None:
+              log_t: float | None, wall_s: float, continued: bool = False) -> None:
         inc.records += 1
         inc.last_wall_s = wall_s
         if log_t is not None:
@@ -112,7 +126,16 @@ class AlertGrouper:
             inc.severity = "error"  # e.g. failed health checks, then the watchdog fires
             inc.message = f.message
             changed = True
-        if f.has_traceback and not inc.has_traceback:
+        if continued:
+            # the rest of a traceback: its last exception is the one to show
+            if PRIORITY.index(f.kind) < PRIORITY.index(inc.kind):
+                inc.kind = f.kind
+            if f.message != inc.message:
+                inc.message = f.message
+                inc.has_traceback = inc.has_traceback or f.has_traceback
+                inc.traceback = (inc.traceback + "\n" + text)[:MAX_TRACEBACK_CHARS]
+                changed = True
+        elif f.has_traceback and not inc.has_traceback:
             # e.g. "Prefill out of memory" logged first, its traceback right after
             inc.has_traceback = True
             inc.traceback = text[:MAX_TRACEBACK_CHARS]

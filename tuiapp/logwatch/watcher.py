@@ -87,6 +87,12 @@ class Record:
         self.last_wall = wall
         self.track(body_line)
 
+    @property
+    def waiting(self) -> bool:
+        """More of this record is due: a traceback without its exception line, or a
+        message that ends with ":" (e.g. "Ninja build failed. Ninja output:")."""
+        return self.in_tb or self.last_nonblank.rstrip().endswith(":")
+
     def expects_traceback(self) -> bool:
         head = self.body[0]
         return (self.last_nonblank.rstrip().endswith(":")
@@ -150,7 +156,7 @@ class LogWatcher:
 
         def quiet(rec: Record) -> bool:
             idle = now - rec.last_wall
-            return idle >= TB_WAIT_S or (not rec.in_tb and idle >= self.idle_s)
+            return idle >= TB_WAIT_S or (not rec.waiting and idle >= self.idle_s)
 
         with self._lock:
             self._poll(quiet)
@@ -266,11 +272,15 @@ class LogWatcher:
         self._close_main()
         inherit = self._last_closed
         tp = dp = ep = None
-        if inherit is not None and (inherit.extra.get("cut") or (
-                wall - inherit.last_wall < TB_WAIT_S and not text.startswith(_TB_HEAD)
-                and (text[0].isspace() or EXC_RE.match(text)))):
+        late = inherit is not None and wall - inherit.last_wall < TB_WAIT_S and (
+            text[0].isspace() or EXC_RE.match(text) is not None
+            or (inherit.has_tb and text.startswith(_CHAIN_MARKERS))
+            or (text.startswith(_TB_HEAD) and inherit.expects_traceback()))
+        if inherit is not None and (inherit.extra.get("cut") or late):
             tp, dp, ep = inherit.tp, inherit.dp, inherit.ep  # a late or cut-off continuation
         rec = Record(line.line_no, [text], [text], tp, dp, ep, None, wall, wall)
+        if late:
+            rec.extra["cont_of"] = inherit  # a failure in it belongs to that record's incident
         rec.track(text)
         self._open = rec
 
@@ -283,11 +293,11 @@ class LogWatcher:
                 if rec.expects_traceback():
                     return rec
             return None
-        if self._pending and (cur is None or not cur.in_tb):
-            if text[:1].isspace() or EXC_RE.match(text):
-                for rec in reversed(self._pending):
-                    if rec.in_tb:
-                        return rec
+        if self._pending and (cur is None or not cur.waiting):
+            tb_ish = text[:1].isspace() or EXC_RE.match(text) is not None
+            for rec in reversed(self._pending):
+                if (tb_ish and rec.in_tb) or (cur is None and rec.waiting):
+                    return rec
         return cur
 
     def _on_rank_line(self, rank: int, line: Line, text: str, content: str, wall: float) -> None:
@@ -296,7 +306,7 @@ class LogWatcher:
         if cur is not None and not CPP_LOG_RE.match(content):
             if content.startswith(_TB_HEAD):
                 new = not cur.expects_traceback()
-            elif not content.strip() or content[0].isspace() or cur.in_tb:
+            elif not content.strip() or content[0].isspace() or cur.waiting:
                 new = False
             elif cur.has_tb and content.startswith(_CHAIN_MARKERS):
                 new = False  # a chained exception follows
@@ -323,12 +333,12 @@ class LogWatcher:
         done: list[Record] = [also] if also is not None else []
         if self._rank_open:
             for rank, rec in list(self._rank_open.items()):
-                if not rec.in_tb:
+                if not rec.waiting:
                     del self._rank_open[rank]
                     done.append(rec)
         cur = self._open
         if cur is not None:
-            if not cur.in_tb:
+            if not cur.waiting:
                 self._open = None
                 done.append(cur)
             elif main:  # a prefixed line cut it: frames may still follow, unprefixed
@@ -401,9 +411,12 @@ class LogWatcher:
         ))
         if keep_last:
             self._last_closed = rec
+        cont_of = rec.extra.pop("cont_of", None)
+        into = cont_of.extra.get("incident") if cont_of is not None else None
         if finding is not None:
             ranks = [rec.tp] if rec.tp is not None else []
-            self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall)
+            into = self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall, into=into)
+        rec.extra["incident"] = into  # a piece that continues this one joins the same incident
 
 
 def _level(head: str) -> str:
