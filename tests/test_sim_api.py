@@ -179,6 +179,8 @@ def test_sim_gpus_counters_and_memory(sim):
         assert set(gb) == keys and gb["name"] == GPU_NAME and gb["mem_total_bytes"] == GPU_MEM_TOTAL_BYTES
         assert gb["pcie_tx_bytes_total"] > ga["pcie_tx_bytes_total"] and gb["pcie_rx_bytes_total"] > ga["pcie_rx_bytes_total"]
         assert gb["pcie_gen_max"] == 5 and gb["pcie_width_max"] == 16
+        # the weights crossed PCIe once during loading
+        assert si["weight"] * 2**30 <= ga["pcie_rx_bytes_total"] < 1.1 * si["weight"] * 2**30
         used_gib = gb["mem_used_bytes"] / 2**30
         assert used_gib == pytest.approx(1.05 + si["weight"] + si["kvcache"] + si["graph"]["decode"], abs=0.02)
         assert gb["mem_used_bytes"] + gb["mem_reserved_bytes"] < gb["mem_total_bytes"]
