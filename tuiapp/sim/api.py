@@ -209,10 +209,6 @@ class Api:
                 done.set_result(None)
         conn.on_close.append(lost)
 
-    def _check_ready(self) -> None:
-        if not self.sim.ready and not self.sim.warming_up:
-            raise BadRequest("Server is not ready")
-
     async def _run(self, reqs, done: asyncio.Future) -> None:
         for r in reqs:
             self.sim.scheduler.submit(r)
@@ -220,7 +216,6 @@ class Api:
 
     # ------------------------------------------------------------ /generate
     async def generate(self, req, conn):
-        self._check_ready()
         body = self._json(req)
         sp_list = body.get("sampling_params") or {}
         texts = body.get("text")
@@ -299,7 +294,6 @@ class Api:
         if not req.headers.get("content-type", "").startswith("application/json"):
             self.reply(conn, req, 400, {"object": "error", "message": "Unsupported Media Type: Only 'application/json' is allowed", "type": "BadRequestError", "param": None, "code": 400})
             return
-        self._check_ready()
         body = self._json(req)
         sim = self.sim
         if chat:

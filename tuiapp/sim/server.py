@@ -52,7 +52,6 @@ class SimServer:
         self.server_args = resolved_server_args(self.ns, self.plan)
         self.http_up = False
         self.ready = False
-        self.warming_up = False
         self.start_wall_s = time.time()
         self.startup_s = 0.0
         self.health_timeout_s = float(self.env.get("SGLANG_HEALTH_CHECK_TIMEOUT", 20))
@@ -288,7 +287,6 @@ class SimServer:
                              f"mem usage={graph_gib:.2f} GB, avail mem={avail - graph_gib:.2f} GB.")
 
     async def warmup(self) -> None:
-        self.warming_up = True
         self.log.access(f"127.0.0.1:{40000 + self.rng.randrange(20000)}", "GET", "/model_info", 200, "OK")
         loop = asyncio.get_running_loop()
         done = loop.create_future()
@@ -301,7 +299,6 @@ class SimServer:
         self.scheduler.submit(SimRequest("warmup", textgen.token_ids("The capital city of France is"), 8, True, [], 0, sink, False))
         await done
         self.log.access(f"127.0.0.1:{40000 + self.rng.randrange(20000)}", "POST", "/generate", 200, "OK")
-        self.warming_up = False
 
     # ------------------------------------------------------------ runtime faults
     def arm_faults(self) -> None:
