@@ -163,3 +163,15 @@ def test_nan_and_kv_pressure_keep_serving():
     assert second["meta_info"]["num_retractions"] >= 1
     assert re.search(r"KV cache pool is full\. Retract requests\. #retracted_reqs: 1, #new_tokens_gained: \d+, "
                      r"#new_token_ratio: 0\.7000 -> 1\.0000", err)
+
+
+def test_dp_attention_prefixes_and_too_few_gpus():
+    with SimProcess(BASE + ["--dp", "2", "--enable-dp-attention", "--sim-fault", "crash@0.1"], speed=200) as sim:
+        sim.wait_ready()
+        sim.wait_exit()
+        tags = {t for t, msg in records(sim.stderr) if msg == "Init torch distributed begin."}
+    assert tags == {f"DP{t // 4} TP{t}" for t in range(8)}
+    rc, err = run_to_death(["--dp", "2"])  # 16 scheduler processes on 8 GPUs
+    assert rc == -9
+    bad = {t for t, msg in records(err) if "RuntimeError: CUDA error: invalid device ordinal" in msg}
+    assert bad == {f"DP1 TP{t}" for t in range(8)}

@@ -121,7 +121,7 @@ class Scheduler:
         self.hung = False
         self.n_submitted = 0
         self.seen_prompts: dict[tuple, None] = {}
-        self.active_gpus = farm.select(range(plan.tp_size * plan.dp_size))
+        self.active_gpus = farm.select(range(plan.world_size))
         self.on_step: list[Callable[[], None]] = []  # fault hooks, called before each decode step
         self.nan_pending = False
         self.kv_pressure = False

@@ -29,10 +29,16 @@ class RankTag:
 
 
 def rank_tags(tp_size: int, dp_size: int, ep_size: int, attn_dp: bool) -> list[RankTag]:
+    """One tag per scheduler process, in launch order (scheduler_0, scheduler_1, ...)."""
     tags = []
+    if attn_dp:  # DP groups inside the TP ranks: TP0..TPn-1 with DP = tp_rank // (tp/dp)
+        per = max(tp_size // max(dp_size, 1), 1)
+        for t in range(tp_size):
+            tags.append(RankTag(t, t // per, t if ep_size > 1 else None, tp_size))
+        return tags
     for d in range(dp_size):
         for t in range(tp_size):
-            dp = d if (dp_size > 1 or attn_dp) else None
+            dp = d if dp_size > 1 else None
             ep = t if ep_size > 1 else None
             tags.append(RankTag(t, dp, ep, tp_size))
     return tags

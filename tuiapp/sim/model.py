@@ -124,6 +124,7 @@ class Plan:
 
     tp_size: int
     dp_size: int
+    attn_dp: bool  # attention data parallel: the DP groups live inside the TP ranks
     ep_size: int
     ep_adjusted_from: int | None
     n_gpus: int
@@ -147,6 +148,11 @@ class Plan:
     chunked_prefill_size: int
     failure: str | None  # None = serves; else a failures.FAILURES key
     notes: list[str] = field(default_factory=list)
+
+    @property
+    def world_size(self) -> int:
+        """Scheduler processes = GPUs used."""
+        return self.tp_size if self.attn_dp else self.tp_size * self.dp_size
 
     @property
     def mean_accept_len(self) -> float:
@@ -230,6 +236,7 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
     n_gpus = n_gpus if n_gpus is not None else getattr(ns, "sim_gpus", 8)
     tp = ns.tp_size
     dp = max(ns.dp_size, 1)
+    attn_dp = ns.attn_dp_size > 1
     ep = ns.ep_size
     a2a = ns.moe_a2a_backend or "none"
     ep_adjusted_from = None
@@ -282,7 +289,7 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
     mem = MemoryPlan(CONTEXT_GIB, weights, draft_w, kv, g_gib, ar_gib)
 
     if failure is None:
-        if tp * dp > n_gpus:
+        if (tp if attn_dp else tp * dp) > n_gpus:
             failure = "too_few_gpus"
         elif ns.enable_torch_symm_mem and tp > 1:
             failure = "torch_symm_mem_keyerror"
@@ -303,6 +310,7 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
     return Plan(
         tp_size=tp,
         dp_size=dp,
+        attn_dp=attn_dp,
         ep_size=ep,
         ep_adjusted_from=ep_adjusted_from,
         n_gpus=n_gpus,

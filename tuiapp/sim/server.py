@@ -37,8 +37,7 @@ class SimServer:
         self.speed = max(self.ns.sim_speed, 1e-6)
         self.rng = random.Random(self.ns.sim_seed)
         self.log = SimLog(with_ms=self.env.get("SGLANG_LOG_MS") == "1")
-        attn_dp = self.ns.attn_dp_size > 1
-        self.ranks = rank_tags(self.plan.tp_size, self.plan.dp_size, self.plan.ep_size, attn_dp)
+        self.ranks = rank_tags(self.plan.tp_size, self.plan.dp_size, self.plan.ep_size, self.plan.attn_dp)
         self.farm = GpuFarm(self.ns.sim_gpus, self.ns.sim_seed)
         self.gpus = self.farm.select(range(len(self.ranks)))
         step_s = self.ns.sim_step_ms / 1000.0 if self.ns.sim_step_ms else None
