@@ -32,8 +32,8 @@ class DashboardApp(App[int]):
     BINDINGS = [
         Binding("q", "quit", "Quit"),
         Binding("space", "replay_toggle", "Play", priority=True),
-        Binding("plus,equals_sign", "replay_speed(2)", "Faster", key_display="+"),
-        Binding("minus", "replay_speed(0.5)", "Slower", key_display="-"),
+        Binding("plus,equals_sign", "replay_speed(2)", "Speed", key_display="+/-"),
+        Binding("minus", "replay_speed(0.5)", "Slower", show=False),
         Binding("right", "replay_step", "Step", key_display="←→", priority=True),
         Binding("left", "replay_seek(-10)", "Back 10s", show=False, priority=True),
         Binding("n", "replay_next_alert", "Alert"),

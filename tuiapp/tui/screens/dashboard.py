@@ -60,7 +60,7 @@ class DashboardScreen(Screen):
         self.query_one("#throughput").border_title = "decode tok/s"
         self.query_one("#acceptance").border_title = "acceptance"
         self.query_one("#latency").border_title = "latency"
-        self.query_one("#gpus").border_title = "GPUs  mem GiB · util · power · temp · PCIe B/s"
+        self.query_one("#gpus").border_title = "GPUs  mem GiB · util · power · temp · PCIe B/s (history: share of link)"
         self.query_one("#log-wide").border_title = "log"
         self.query_one("#alerts").border_title = "alerts (enter: traceback)"
         self.query_one("#trials").border_title = "trials (enter: details)"

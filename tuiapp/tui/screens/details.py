@@ -30,6 +30,7 @@ class _DetailScreen(ModalScreen[None]):
             yield Label(self.title_text, id="detail-title")
             with VerticalScroll(id="detail-scroll"):
                 yield Static(self.body, id="detail-body")
+            yield Label("esc/enter: close   ↑ ↓ pgup pgdn: scroll", id="detail-hint")
 
     def on_mount(self) -> None:
         self.query_one("#detail-scroll").focus()

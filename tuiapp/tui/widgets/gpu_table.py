@@ -18,6 +18,20 @@ TEMP_WARN_C = 85
 _FIXED_CELLS = 49  # everything on a row except the memory bar and the two histories
 
 
+# Usable bytes/s per lane and direction after line coding (Gen1-2 8b/10b, Gen3+ 128b/130b).
+_LANE_BYTES_S = {1: 0.25e9, 2: 0.5e9, 3: 0.985e9, 4: 1.969e9, 5: 3.938e9, 6: 7.563e9}
+PCIE_WARN = 0.7
+PCIE_HIGH = 0.9
+
+
+def link_bytes_s(g) -> float | None:
+    """The link's capacity per direction, from its maximum generation and width (an idle
+    link drops to Gen1, which is not what it can carry)."""
+    gen = g.pcie_gen_max or g.pcie_gen
+    width = g.pcie_width_max or g.pcie_width
+    return _LANE_BYTES_S[gen] * width if gen in _LANE_BYTES_S and width else None
+
+
 def mem_tone(fraction: float | None) -> str:
     if fraction is None:
         return "muted"
@@ -45,10 +59,11 @@ class GpuTable(Panel):
         spare = max(0, self.size.width - _FIXED_CELLS)
         bar_w = max(4, spare // 3)
         hist_w = max(0, (spare - bar_w) // 2)
-        # One scale for every GPU's PCIe history, so a saturated link stands out.
+        # History on the link's capacity, so a saturated link stands out; the busiest link
+        # seen sets the scale where the capacity is unknown.
         peaks = [v for hist in (*s.gpu_rx.values(), *s.gpu_tx.values()) for v in hist if v is not None]
-        ceiling = max([1e6, *peaks])
-        lines = [self._row(s.gpus[i], bar_w, hist_w, ceiling) for i in sorted(s.gpus)]
+        observed = max([1e6, *peaks])
+        lines = [self._row(s.gpus[i], bar_w, hist_w, link_bytes_s(s.gpus[i]) or observed) for i in sorted(s.gpus)]
         return Text("\n", no_wrap=True).join(lines)
 
     def _row(self, g, bar_w: int, hist_w: int, ceiling: float) -> Text:
@@ -69,7 +84,10 @@ class GpuTable(Panel):
         for label, value, hist, tone in (("rx", g.pcie_rx_bytes_s, self.store.gpu_rx[g.index], "rx"),
                                          ("tx", g.pcie_tx_bytes_s, self.store.gpu_tx[g.index], "tx")):
             row.append(f" {label} ", t("label"))
-            row.append(f"{fmt.rate(value):>5}", t("value" if value is not None else "muted"))
+            load = value / ceiling if value is not None else None
+            tone_now = ("muted" if load is None else "error" if load >= PCIE_HIGH
+                        else "warn" if load >= PCIE_WARN else "value")
+            row.append(f"{fmt.rate(value):>5}", t(tone_now))
             row.append(" ")
             row.append(fmt.spark(hist, hist_w, floor=0, ceiling=ceiling), t(tone))
         return row
