@@ -90,3 +90,12 @@ def test_formatting_shows_none_as_na_never_zero():
     assert fmt.spark([0, None, 8], 5, floor=0, ceiling=8) == "  ▁ █"
     assert fmt.spark_rows([0, 4, 8], 3, 2, floor=0, ceiling=8) == ["  █", "▁██"]
     assert fmt.bar(0.5, 10) == ("█" * 5, "░" * 5) and fmt.bar(None, 3) == ("", "···")
+
+
+def test_pcie_history_scale_is_the_links_capacity_not_its_idle_generation():
+    from tuiapp.tui.widgets.gpu_table import link_bytes_s
+
+    idle_gen5 = GpuSample(t_s=0, index=0, pcie_gen=1, pcie_width=16, pcie_gen_max=5, pcie_width_max=16)
+    assert abs(link_bytes_s(idle_gen5) - 63.0e9) < 0.1e9
+    assert link_bytes_s(GpuSample(t_s=0, index=0, pcie_gen=4, pcie_width=8)) == 1.969e9 * 8
+    assert link_bytes_s(GpuSample(t_s=0, index=0)) is None
