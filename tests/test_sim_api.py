@@ -61,6 +61,7 @@ def test_generate_stream_is_cumulative_with_final_meta(sim):
     assert "e2e_latency" not in data[0]["meta_info"] and data[0]["meta_info"]["finish_reason"] is None
     assert "response_sent_to_client_ts" in data[0]["meta_info"]
     assert "spec_verify_ct" not in final
+    assert final["first_token_latency"] > 0 and final["decode_throughput"] > 0  # --enable-metrics extras
 
 
 def test_generate_non_stream_is_deterministic_and_caches(sim):

@@ -175,6 +175,16 @@ class Api:
         if r.finish_reason is not None:
             m["e2e_latency"] = r.t_done - r.t_arrive
             m.update(self._spec_meta(r))
+            if self.sim.ns.enable_metrics:  # req_time_stats keys, final chunk only in the simulator
+                wall_minus_mono = time.time() - time.monotonic()
+                decode_s = r.t_done - r.t_first
+                m.update(
+                    request_received_ts=r.t_arrive + wall_minus_mono,
+                    first_token_latency=r.t_first - r.t_arrive,
+                    request_finished_ts=r.t_done + wall_minus_mono,
+                    decode_throughput=(r.completion_tokens - 1) / decode_s if decode_s > 0 else 0.0,
+                    queue_time=0.0,
+                )
         return m
 
     def _spec_meta(self, r: SimRequest) -> dict:
