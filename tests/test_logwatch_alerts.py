@@ -300,3 +300,12 @@ def test_message_ending_with_colon_waits_for_its_continuation() -> None:
     w.poll(0.3)
     assert [(a.alert_kind, a.ranks, a.message) for a in out] == [
         ("jit_arch", [0], "nvcc fatal   : Unsupported gpu architecture 'compute_120a'")]
+
+
+def test_ctrl_c_tracebacks_are_not_alerts() -> None:
+    assert alerts_of(tb(0, "KeyboardInterrupt") + tb(1, "KeyboardInterrupt")) == []
+
+
+def test_a_peer_named_in_the_message_is_not_a_rank_of_the_alert() -> None:
+    (a,) = alerts_of(tb(3, "torch.distributed.DistBackendError: [Rank 5] NCCL error: remote process exited"))
+    assert a.ranks == [3]

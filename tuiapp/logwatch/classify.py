@@ -111,7 +111,7 @@ class Finding:
     severity: str
     message: str
     signature: str
-    ranks: list[int] = field(default_factory=list)
+    ranks: list[int] = field(default_factory=list)  # named in the text (scheduler_3, [Rank 3])
     has_traceback: bool = False
     # the other exception lines of a chained traceback: the same failure seen through
     # its cause (when a traceback arrives in pieces) is still the same incident
@@ -188,6 +188,10 @@ def classify(body: list[str]) -> Finding | None:
             return None
         best = (PRIORITY.index("error"), Rule("error", EXC_RE, prio=PRIORITY.index("error")), final)
     _, rule, matched = best
+    if rule.kind == "error" and final is not None:
+        exc_m = EXC_RE.match(final)
+        if exc_m and exc_m.group(1) in _QUIET_EXC:
+            return None  # "Scheduler hit an exception: ... KeyboardInterrupt" on Ctrl-C
     # The exception Python printed last names the failure; a tool's line (nvcc, c10) or a
     # logged message is the better human line when no exception line matched.
     use_final = final is not None and (rule.kind == "error" or EXC_RE.match(matched) is not None)

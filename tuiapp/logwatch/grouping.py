@@ -75,7 +75,7 @@ class AlertGrouper:
         """The incident the finding joined or opened (None: folded away as a consequence).
         ``into``: the incident of the record this one continues (a traceback that arrived
         in pieces): the finding joins it whatever its wording."""
-        ranks = sorted(set(ranks) | set(f.ranks))
+        ranks = sorted(set(ranks))
         keys = [(f.kind, k) for k in (f.signature, *f.aliases)]
         if into is not None:
             self._join(into, ranks, text, f, log_t, wall_s, continued=True)

@@ -414,7 +414,9 @@ class LogWatcher:
         cont_of = rec.extra.pop("cont_of", None)
         into = cont_of.extra.get("incident") if cont_of is not None else None
         if finding is not None:
-            ranks = [rec.tp] if rec.tp is not None else []
+            # the record's own prefix says whose it is; ranks in the text (a peer named in
+            # an NCCL message) count only for records without one
+            ranks = [rec.tp] if rec.tp is not None else finding.ranks
             into = self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall, into=into)
         rec.extra["incident"] = into  # a piece that continues this one joins the same incident
 
