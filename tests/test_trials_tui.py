@@ -29,15 +29,16 @@ async def test_ledger_panel_fills_in_live(tmp_path):
         assert app._sources.is_finished, "plan did not finish"
         for _ in range(100):  # the store applies events on its own tick
             await pilot.pause(0.02)
-            if all(r.result is not None for r in app.store.trials.values()) and len(app.store.trials) == 2:
+            if all(r.result is not None for r in app.store.trials.values()) and len(app.store.trials) == 4:
                 break
         rows = app.store.trials
-        assert {name: row.result.status for name, row in rows.items()} == {"only": "ok", "broken": "keyerror"}
+        assert {name: row.result.status for name, row in rows.items()} == {
+            "only": "ok", "broken": "keyerror", "typo": "preflight", "slow-start": "timeout"}
         assert rows["only"].result.row["verdict"] == "baseline"
         app.dashboard.paint()
         await pilot.pause()
         table = app.dashboard.query_one(LedgerTable)
-        assert table.row_count == 2
+        assert table.row_count == 4
         assert session.exit_code == 0
         assert app.is_running  # still up, so the ledger can be read
-    assert [r.name for r in ledger.rows.values()] == ["only", "broken"]
+    assert [r.name for r in ledger.rows.values()] == ["only", "broken", "typo", "slow-start"]

@@ -9,7 +9,6 @@ the launcher, log watcher, benchmark loop and GPU sampler of the current trial p
 from __future__ import annotations
 
 import asyncio
-import os
 import sys
 import time
 from collections.abc import Callable
@@ -25,7 +24,6 @@ from tuiapp.trials.ledger import OK, Ledger, LedgerRow, fill_run_stats
 from tuiapp.trials.plan import Plan, TrialConfig
 
 SIM_COMMAND = (sys.executable, "-m", "tuiapp.sim.server")
-_SETTLE_S = 3.0  # after a failure, how long the dying server gets to print its traceback
 
 
 @dataclass
@@ -197,7 +195,7 @@ class PlanRunner:
             self.options.log_dir.mkdir(parents=True, exist_ok=True)
             log_path = self.options.log_dir / f"{cfg.name.replace('/', '__')}.log"
         server = ServerProcess(
-            argv, publish=observe, env={**os.environ, **cfg.env}, log_path=log_path,
+            argv, publish=observe, env=cfg.env, log_path=log_path,
             on_output=watcher.feed, ready_timeout_s=cfg.timeouts.ready_s, health_url=url,
             api_key=api_key,
         )
@@ -212,9 +210,8 @@ class PlanRunner:
                 return f"launch_error:{exc}"
             helpers.append(asyncio.create_task(self._gpu_sampler(observe, url)))
             if not await server.wait_ready():
-                outcome = "stopped" if self._user_stopped else "not_ready"
-                await _settle(server)
-                return outcome
+                # an exited server's output is all in by now (the launcher drains it first)
+                return "stopped" if self._user_stopped else "not_ready"
             state("warming_up")
             bench = BenchLoop(observe, url, bench_settings(cfg), api_key=api_key, trial=cfg.name)
             self.bench = bench
@@ -231,7 +228,6 @@ class PlanRunner:
                     outcome = "stopped"
                 else:
                     outcome = "died" if died in done else "run_timeout"
-                    await _settle(server)
             elif (exc := bench_task.exception()) is not None:
                 observe(Note(level="error", text=f"{cfg.name}: benchmark failed: {exc!r}", source="trials"))
             died.cancel()
@@ -280,12 +276,12 @@ class PlanRunner:
         row.peak_mem_bytes = {str(k): v for k, v in sorted(collector.peak_mem_bytes.items())}
         row.pcie_avg_bytes_s, row.pcie_peak_bytes_s = collector.pcie_avg_peak()
         first = collector.first_alert()
-        if outcome == "ok":
-            if row.runs_decode_tok_s:
-                row.status = OK
-            else:
-                row.status = "error"
-                row.first_error = collector.request_errors[0] if collector.request_errors else "no run completed"
+        if outcome == "ok" and row.runs_decode_tok_s:
+            row.status = OK  # alerts that did not stop the benchmark stay in row.alerts
+            return
+        if outcome == "ok" and first is None:
+            row.status = "error"
+            row.first_error = collector.request_errors[0] if collector.request_errors else "no run completed"
             return
         if outcome.startswith("launch_error:"):
             row.status, row.first_error = "crash", outcome.split(":", 1)[1]
@@ -317,14 +313,6 @@ async def _poll(watcher) -> None:
     while True:
         await asyncio.sleep(0.05)
         watcher.poll()
-
-
-async def _settle(server) -> None:
-    """Give a dying server a moment to finish printing (its traceback names the cause)."""
-    try:
-        await asyncio.wait_for(server.wait(), timeout=_SETTLE_S)
-    except asyncio.TimeoutError:
-        pass
 
 
 async def _flush_cache(url: str, api_key: str | None) -> None:
