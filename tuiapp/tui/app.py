@@ -7,6 +7,7 @@ the same app for ``run_test`` and snapshot tests.
 from __future__ import annotations
 
 import asyncio
+import signal
 from collections.abc import Iterable
 
 from textual.app import App, SystemCommand
@@ -57,8 +58,9 @@ class DashboardApp(App[int]):
         self.events = session.bus.subscribe("tui", maxlen=100_000)
         self._recorder_events = (session.bus.subscribe("recorder", maxlen=100_000)
                                  if session.record_path is not None else None)
-        self.file_themes = [t.name for t in load_themes()]
-        for file_theme in load_themes():
+        file_themes = load_themes()
+        self.file_themes = [t.name for t in file_themes]
+        for file_theme in file_themes:
             self.register_theme(file_theme)
         name = theme or DEFAULT_THEME
         if name not in self.available_themes:
@@ -81,11 +83,17 @@ class DashboardApp(App[int]):
     def dashboard(self) -> DashboardScreen:
         return self.screen_stack[0]  # type: ignore[return-value]
 
+    handle_signals = False  # run_app sets it; tests leave the test loop's signals alone
+
     def on_mount(self) -> None:
+        if self.handle_signals:
+            # SSH hung up or someone sent TERM: stop what we launched, as quitting would.
+            loop = asyncio.get_running_loop()
+            for sig in (signal.SIGHUP, signal.SIGTERM):
+                loop.add_signal_handler(sig, self._begin_shutdown)
         if self._recorder_events is not None:
-            from tuiapp.record.recorder import (
-                Recorder,  # written elsewhere; only needed when recording
-            )
+            # Imported here: only a recording session needs it.
+            from tuiapp.record.recorder import Recorder
 
             recorder = Recorder(self.session.record_path, header=self.session.header)
             self._recorder = self.run_worker(recorder.run(self._recorder_events), group="recorder",
@@ -238,5 +246,6 @@ async def _finished(worker: Worker | None, timeout_s: float | None = None) -> No
 def run_app(session: Session, *, theme: str | None = None) -> int:
     """Run the dashboard in this terminal until the user quits; returns the exit code."""
     app = DashboardApp(session, theme=theme)
+    app.handle_signals = True
     app.run()
     return app.return_code or session.exit_code
