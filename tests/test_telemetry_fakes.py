@@ -94,6 +94,8 @@ class FakeNvml(SimpleNamespace):
         return len(self.gpus)
 
     def nvmlDeviceGetHandleByIndex(self, i: int) -> int:
+        if self.gpus[i].lost:
+            raise FakeNVMLError(15)
         return i
 
     def nvmlDeviceGetUUID(self, h: int) -> str:

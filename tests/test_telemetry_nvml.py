@@ -188,6 +188,17 @@ def test_snapshot_with_a_hung_call_returns_a_note_and_does_not_close():
     gpus[0].hang.set()
 
 
+def test_gpu_lost_before_start_is_listed_and_alerted():
+    gpus = fake_gpus(3)
+    gpus[2].lost = True
+    events = NvmlBackend(FakeNvml(gpus)).sample()
+    alerts = [e for e in events if isinstance(e, Alert)]
+    assert [a.alert_kind for a in alerts] == ["gpu_lost"] and "GPU 2" in alerts[0].message
+    s = gpu_samples(events)
+    assert [g.index for g in s] == [0, 1, 2]
+    assert s[2].mem_used_bytes is None and s[1].mem_used_bytes == 0
+
+
 def test_xid_event_becomes_an_alert():
     nv = FakeNvml(fake_gpus(2))
     b = NvmlBackend(nv)

@@ -147,7 +147,15 @@ class NvmlBackend(Backend):
 
     def _open_gpu(self, index: int, pcie_method: str) -> _Gpu:
         nv = self.nv
-        h = nv.nvmlDeviceGetHandleByIndex(index)
+        try:
+            h = nv.nvmlDeviceGetHandleByIndex(index)
+        except nv.NVMLError as exc:
+            g = _Gpu(index=index, handle=None)
+            try:
+                self._on_error(g, "handle", exc)
+            except _GpuLost:
+                return g  # listed, alerted once, n/a from the first sample
+            raise
         g = _Gpu(index=index, handle=h)
         g.uuid = self._static(lambda: _text(nv.nvmlDeviceGetUUID(h)))
         g.name = self._static(lambda: _text(nv.nvmlDeviceGetName(h)))
@@ -189,6 +197,8 @@ class NvmlBackend(Backend):
             return
         registered = 0
         for g in self.gpus:
+            if g.lost:
+                continue
             try:
                 want = EVENT_XID & nv.nvmlDeviceGetSupportedEventTypes(g.handle)
                 if want:
