@@ -19,7 +19,7 @@ def scan_file(path: str) -> dict:
     from tuiapp.cli import UsageError
     from tuiapp.logwatch.watcher import LogWatcher
 
-    watcher = LogWatcher(lambda _event: None)
+    watcher = LogWatcher(lambda _event: None, log_lines=False)
     try:
         stream = sys.stdin.buffer if path == "-" else open(path, "rb")  # noqa: SIM115
     except IsADirectoryError:

@@ -104,8 +104,9 @@ class LogWatcher:
     from different threads (a lock serialises them), e.g. a pipe reader and a timer."""
 
     def __init__(self, publish: Callable[[Any], None], *, group_window_s: float = 2.0,
-                 idle_s: float = IDLE_S) -> None:
+                 idle_s: float = IDLE_S, log_lines: bool = True) -> None:
         self._publish = publish
+        self._log_lines = log_lines  # False: no LogLine events (logscan needs only the summary)
         self.idle_s = idle_s
         self._lines = LineSplitter()
         self._open: Record | None = None
@@ -384,7 +385,8 @@ class LogWatcher:
                     self._accept_by_dp[rec.dp] = fields["accept_length"]
             else:
                 self.prefill_lines += 1
-            self._publish(ServerStats(source=source, dp_rank=rec.dp, **fields))
+            # fields are typed by the parser; skip validation, it is a hot path
+            self._publish(ServerStats.model_construct(t_s=time.time(), source=source, dp_rank=rec.dp, **fields))
         elif msg.startswith(READY_TEXT):
             self.ready = True
             self._publish(ServerState(state="ready", message=msg.strip()))
@@ -395,20 +397,21 @@ class LogWatcher:
         while len(texts) > 1 and not texts[-1].strip():
             texts.pop()
             rec.body.pop()
-        text = "\n".join(texts)
         finding: Finding | None = None
         if not rec.extra.get("progress"):
             finding = classify(rec.body)
-        if finding is not None:
-            level = "error" if finding.severity == "error" else "warning"
-        elif rec.has_tb:
-            level = "error"
-        else:
-            level = _level(rec.body[0])
-        self._publish(LogLine.model_construct(
-            t_s=time.time(), kind="log", line_no=rec.line_no, text=text,
-            tp_rank=rec.tp, dp_rank=rec.dp, ep_rank=rec.ep, level=level,
-        ))
+        text = "\n".join(texts) if (self._log_lines or finding is not None) else ""
+        if self._log_lines:
+            if finding is not None:
+                level = "error" if finding.severity == "error" else "warning"
+            elif rec.has_tb:
+                level = "error"
+            else:
+                level = _level(rec.body[0])
+            self._publish(LogLine.model_construct(
+                t_s=time.time(), kind="log", line_no=rec.line_no, text=text,
+                tp_rank=rec.tp, dp_rank=rec.dp, ep_rank=rec.ep, level=level,
+            ))
         if keep_last:
             self._last_closed = rec
         cont_of = rec.extra.pop("cont_of", None)
