@@ -9,7 +9,9 @@ another rank's line stays *pending* for TB_WAIT_S and collects the frames that f
 
 Latency. A record is finished (published, classified) as soon as the next record starts,
 or when it has been idle for IDLE_S; call ``poll`` on a timer (``pump`` and
-``follow_file`` do). A traceback still missing its exception line waits up to TB_WAIT_S.
+``follow_file`` do). A traceback still missing its exception line, or a message ending
+in ":", waits up to TB_WAIT_S. If the rest of a record still comes after it was finished
+(a stalled writer), that rest keeps its ranks and joins the same incident.
 """
 
 from __future__ import annotations
