@@ -94,13 +94,18 @@ def test_resume_runs_only_what_is_missing(plan_run, tmp_path):
     tmp, _code, rows = plan_run
     shutil.copy(tmp / "ledger.json", tmp_path / "ledger.json")
     kept = [r for r in json.loads((tmp_path / "ledger.json").read_text()) if r["name"] not in ("symm-mem", "custom-ar")]
+    for row in kept:
+        if row["name"] == "tree":
+            row["fingerprint"] = "measured-another-config"  # as if the plan was edited since
     (tmp_path / "ledger.json").write_text(json.dumps(kept))
     code, resumed = _trials(tmp_path, "--resume")
     assert code == 0
     assert set(resumed) == set(rows)
-    for name in ("old", "new", "tree", "fusion", "ep-a2a"):  # untouched: the very same runs
+    for name in ("old", "new", "fusion", "ep-a2a"):  # untouched: the very same runs
         assert resumed[name]["runs_decode_tok_s"] == rows[name]["runs_decode_tok_s"]
         assert resumed[name]["duration_s"] == rows[name]["duration_s"]
+    assert resumed["tree"]["duration_s"] != rows["tree"]["duration_s"]  # changed config: run again
+    assert resumed["tree"]["status"] == "nccl" and resumed["tree"]["fingerprint"] == rows["tree"]["fingerprint"]
     assert resumed["symm-mem"]["status"] == "keyerror"
     # the rerun trial is judged against the base measured in the first session
     assert resumed["custom-ar"]["verdict"] == "slower"

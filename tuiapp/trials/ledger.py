@@ -56,6 +56,7 @@ class LedgerRow(BaseModel):
     isolates: str | None = None  # the multi-knob trial this row helps attribute
     knob: str | None = None  # the one knob this row sets (isolate rows)
     share_pct: float | None = None  # this knob's delta as a share of the combined trial's
+    fingerprint: str | None = None  # TrialConfig.fingerprint() of what was measured
     argv: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     duration_s: float | None = None
@@ -87,8 +88,12 @@ class Ledger:
         self.rows[row.name] = row
         self.compare()
 
-    def done(self, name: str) -> bool:
-        return name in self.rows
+    def done(self, name: str, fingerprint: str | None = None) -> bool:
+        """A row for ``name`` exists (and, given a fingerprint, measured that configuration)."""
+        row = self.rows.get(name)
+        if row is None:
+            return False
+        return fingerprint is None or row.fingerprint in (None, fingerprint)
 
     @property
     def baseline(self) -> LedgerRow | None:

@@ -12,6 +12,8 @@ Errors name the file, the line and the field: ``plan.toml:14: trial[2].bench.run
 
 from __future__ import annotations
 
+import hashlib
+import json
 import shlex
 import sys
 from dataclasses import dataclass, field, replace
@@ -113,6 +115,13 @@ class TrialConfig:
 
     def argv(self) -> list[str]:
         return [*self.command, *argv_tokens(self.flags)]
+
+    def fingerprint(self) -> str:
+        """What the trial measures: command, flags, env and benchmark (not its name, note or
+        timeouts). ``--resume`` runs a trial again when this changed since its ledger row."""
+        data = {"command": list(self.command), "flags": {k: f.value for k, f in sorted(self.flags.items())},
+                "env": dict(sorted(self.env.items())), "bench": self.bench.model_dump()}
+        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
 @dataclass

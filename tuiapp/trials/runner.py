@@ -84,13 +84,16 @@ class PlanRunner:
             changes = config_diff(self.plan.reference(cfg), cfg)
             warning = confound_warning(cfg.name, changes, self.plan.knob_groups)
             attributed_here = cfg.isolates == cfg.name  # --isolate is the answer to the warning
-            if warning and not attributed_here and not (self.options.resume and self.ledger.done(cfg.name)):
+            if warning and not attributed_here and not self._resumed(cfg):
                 bus.publish(Note(level="warning", text=warning, source="trials"))
         for index, cfg in enumerate(self.trials):
-            if self.options.resume and self.ledger.done(cfg.name):
+            if self._resumed(cfg):
                 bus.publish(TrialState(name=cfg.name, index=index, total=total, phase="skipped",
                                        message="already in the ledger"))
                 continue
+            if self.options.resume and self.ledger.done(cfg.name):
+                bus.publish(Note(level="warning", source="trials",
+                                 text=f"{cfg.name}: configuration changed since its ledger row; running it again"))
             self._user_stopped = False
             row = await self.run_trial(cfg, index, total, bus.publish)
             if row is None:  # stopped by the user: not a result, so --resume runs it again
@@ -107,6 +110,9 @@ class PlanRunner:
         first = self.ledger.rows.get(self.trials[0].name) if self.trials else None
         if self.on_done is not None:
             self.on_done(0 if first is not None and first.status == OK else 1)
+
+    def _resumed(self, cfg: TrialConfig) -> bool:
+        return self.options.resume and self.ledger.done(cfg.name, cfg.fingerprint())
 
     def _save(self) -> None:
         if self.options.ledger_path is not None:
@@ -128,7 +134,7 @@ class PlanRunner:
             baseline=None if cfg.is_baseline else self.plan.reference(cfg).name,
             diff=diff_dict(changes), knobs=list(knobs(changes, self.plan.knob_groups)),
             confound=confound_warning(cfg.name, changes, self.plan.knob_groups),
-            isolates=cfg.isolates, knob=cfg.knob, env=redact_env(cfg.env),
+            isolates=cfg.isolates, knob=cfg.knob, env=redact_env(cfg.env), fingerprint=cfg.fingerprint(),
         )
         if self.options.sim_speed is not None:
             cfg = sim_config(cfg, self.options.sim_speed, free_port())
