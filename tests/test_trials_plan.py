@@ -23,6 +23,7 @@ DATA = Path(__file__).parent / "data" / "trials"
         ("bad_unknown_field.toml", 6, "baseline.timeouts.rnu_s", "unknown field"),
         ("bad_inline.toml", 6, "trial[0].bench.runs", "valid integer"),
         ("bad_base.toml", 6, "trial[0].base", "no earlier trial named 'nope'"),
+        ("bad_name.toml", 8, "trial[1].name", "without '/'"),
     ],
 )
 def test_validation_error_names_file_line_and_field(name, line, field, words):

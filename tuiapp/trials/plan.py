@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tuiapp.trials.flags import Flag, argv_tokens, canonical, parse_tokens, to_value
 from tuiapp.trials.toml_lines import line_of
@@ -57,8 +57,15 @@ class TimeoutSpec(_Strict):
     run_s: float | None = Field(None, gt=0, description="the whole benchmark of one trial")
 
 
+def _check_name(name: str) -> str:
+    # "/" is reserved for the trials --isolate generates ("TRIAL/knob")
+    if not name.strip() or "/" in name or name != name.strip():
+        raise ValueError("a trial name must be non-empty, without '/' or surrounding spaces")
+    return name
+
+
 class TrialSpec(_Strict):
-    name: str = Field(min_length=1, pattern=r"^[^/\s][^/]*$")
+    name: str
     base: str | None = None
     inherit: bool = True
     command: str | list[str] | None = None
@@ -69,9 +76,11 @@ class TrialSpec(_Strict):
     timeouts: TimeoutSpec | None = None
     note: str = ""
 
+    _name = field_validator("name")(_check_name)
+
 
 class BaselineSpec(TrialSpec):
-    name: str = Field("baseline", min_length=1, pattern=r"^[^/\s][^/]*$")
+    name: str = "baseline"
 
 
 class PlanMeta(_Strict):
@@ -188,6 +197,8 @@ def _message(err: dict) -> str:
         return "unknown field"
     if err["type"] == "missing":
         return "required field missing"
+    if err["type"] == "value_error" and "error" in err.get("ctx", {}):
+        return str(err["ctx"]["error"])
     return err["msg"]
 
 
