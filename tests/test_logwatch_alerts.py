@@ -309,3 +309,14 @@ def test_ctrl_c_tracebacks_are_not_alerts() -> None:
 def test_a_peer_named_in_the_message_is_not_a_rank_of_the_alert() -> None:
     (a,) = alerts_of(tb(3, "torch.distributed.DistBackendError: [Rank 5] NCCL error: remote process exited"))
     assert a.ranks == [3]
+
+
+def test_tracebacks_interleaved_line_by_line_in_the_main_stream() -> None:
+    head = "Scheduler hit an exception: Traceback (most recent call last):"
+    text = (f"[{TS} TP0] {head}\n[{TS} TP1] {head}\n[{TS} TP2] {head}\n"
+            '  File "x.py", line 1, in f\n  File "x.py", line 1, in f\n'
+            "    g()\n    g()\n"
+            "AssertionError: boom\nAssertionError: boom\n")
+    # TP2 never got an exception line: it is the same failure, not an "error" of its own
+    alerts = final_state(alerts_of(text))
+    assert [(a.alert_kind, a.ranks, a.first_line) for a in alerts] == [("assertion", [0, 1, 2], 1)]

@@ -26,6 +26,7 @@ _QUIET_EXC = {"KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.Canc
               "asyncio.exceptions.CancelledError", "GeneratorExit"}
 _TAGS_RE = re.compile(r"(?:\[(?:PG [^\]]*|Rank \d+)\] ?)+")
 _E = r"[\w.]*(?:Error|Exception): "  # an exception line's type
+_TB_HEAD = "Traceback (most recent call last)"
 
 
 PRIORITY = ["oom", "nccl", "jit_arch", "keyerror", "assertion", "hang", "kv_pressure", "error", "crash"]
@@ -116,6 +117,7 @@ class Finding:
     # the other exception lines of a chained traceback: the same failure seen through
     # its cause (when a traceback arrives in pieces) is still the same incident
     aliases: list[str] = field(default_factory=list)
+    incomplete: bool = False  # a traceback that never showed its exception line
 
 
 def clean(line: str) -> str:
@@ -154,7 +156,7 @@ def final_exception(body: list[str]) -> str | None:
     for line in body:
         if not line or line[0].isspace():
             continue
-        if "Traceback (most recent call last)" in line:
+        if _TB_HEAD in line:
             seen_tb = True
             continue
         if seen_tb:
@@ -178,7 +180,7 @@ def classify(body: list[str]) -> Finding | None:
                 if best is None or rule.prio < best[0]:
                     best = (rule.prio, rule, line)
                 break
-    final = final_exception(body) if any("Traceback (most recent" in b for b in body) else None
+    final = final_exception(body) if any(_TB_HEAD in b for b in body) else None
     if best is None:
         if final is None:
             return None
@@ -216,4 +218,5 @@ def classify(body: list[str]) -> Finding | None:
                 alias = f"{rule.kind}:{normalise(c)}"
                 if alias != signature and alias not in aliases:
                     aliases.append(alias)
-    return Finding(rule.kind, rule.severity, message, signature, ranks, final is not None, aliases)
+    incomplete = rule.kind == "error" and final is None and any(_TB_HEAD in b for b in body)
+    return Finding(rule.kind, rule.severity, message, signature, ranks, final is not None, aliases, incomplete)

@@ -78,22 +78,29 @@ class AlertGrouper:
         ranks = sorted(set(ranks))
         keys = [(f.kind, k) for k in (f.signature, *f.aliases)]
         if into is not None:
-            self._join(into, ranks, text, f, log_t, wall_s, continued=True)
+            self._join(into, ranks, line_no, text, f, log_t, wall_s, continued=True)
             self._register(keys, into)
             return into
         if f.kind == "crash":
             for inc in reversed(self.incidents[-64:]):
                 if inc.severity == "error" and self._near(inc, log_t, wall_s, CONSEQUENCE_S):
                     if inc.kind == "crash":
-                        self._join(inc, ranks, text, f, log_t, wall_s)
+                        self._join(inc, ranks, line_no, text, f, log_t, wall_s)
                         return inc
                     self.suppressed += 1
                     return None
+        if f.incomplete:
+            # a traceback cut short (its lines went to another rank's record, or were
+            # lost) is most likely the failure the other ranks printed at the same time
+            for inc in reversed(self.incidents[-64:]):
+                if inc.has_traceback and inc.severity == "error" and self._near(inc, log_t, wall_s, self.window_s):
+                    self._join(inc, ranks, line_no, text, f, log_t, wall_s)
+                    return inc
         window = KV_PRESSURE_WINDOW_S if f.kind == "kv_pressure" else self.window_s
         for key in keys:
             inc = self._by_sig.get(key)
             if inc is not None and self._near(inc, log_t, wall_s, window):
-                self._join(inc, ranks, text, f, log_t, wall_s)
+                self._join(inc, ranks, line_no, text, f, log_t, wall_s)
                 self._register(keys, inc)
                 return inc
         inc = Incident(
@@ -111,13 +118,16 @@ class AlertGrouper:
         for key in keys:
             self._by_sig[key] = inc
 
-    def _join(self, inc: Incident, ranks: list[int], text: str, f: Finding,
+    def _join(self, inc: Incident, ranks: list[int], line_no: int, text: str, f: Finding,
               log_t: float | None, wall_s: float, continued: bool = False) -> None:
         inc.records += 1
+        changed = False
+        if line_no < inc.first_line:  # a record finished late (a traceback cut short)
+            inc.first_line = line_no
+            changed = True
         inc.last_wall_s = wall_s
         if log_t is not None:
             inc.last_log_t = log_t
-        changed = False
         new = [r for r in ranks if r not in inc.ranks]
         if new:
             inc.ranks.extend(new)

@@ -364,7 +364,8 @@ class LogWatcher:
         self._finish(rec)
 
     def _finish_in_order(self, records: list[Record]) -> None:
-        for rec in sorted(records, key=lambda r: r.line_no):
+        # tracebacks cut short go last: they join what the complete ones show
+        for rec in sorted(records, key=lambda r: (r.in_tb, r.line_no)):
             self._finish(rec)
 
     def _standalone(self, line: Line, text: str, wall: float) -> None:
