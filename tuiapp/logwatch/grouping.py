@@ -140,6 +140,7 @@ class AlertGrouper:
             # the rest of a traceback: its last exception is the one to show
             if PRIORITY.index(f.kind) < PRIORITY.index(inc.kind):
                 inc.kind = f.kind
+                changed = True
             if f.message != inc.message:
                 inc.message = f.message
                 inc.has_traceback = inc.has_traceback or f.has_traceback
