@@ -62,6 +62,7 @@ def test_traceback_kinds(final: str, kind: str) -> None:
     ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", "hang", [], "error"),
     ("KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_tokens_gained: 900, #new_token_ratio: 0.41 -> 0.55", "kv_pressure", [], "warning"),
     ("Health check failed. Server couldn't get a response from detokenizer for last 20 seconds.", "hang", [], "warning"),
+    ("decode out of memory happened, #retracted_reqs: 1, #new_token_ratio: 0.9998 -> 1.0000", "kv_pressure", [], "warning"),
     ("ERROR:    [Errno 98] error while attempting to bind on address ('127.0.0.1', 30000): address already in use", "error", [], "error"),
 ])
 def test_single_line_signals(line: str, kind: str, ranks: list[int], severity: str) -> None:

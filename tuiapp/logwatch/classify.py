@@ -50,7 +50,7 @@ RULES: list[Rule] = [
     _r("oom", r"(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b"),
     _r("oom", _E + r".*\bCUDA (?:error: )?out of memory"),
     _r("oom", _E + r"Not enough memory\b"),
-    _r("oom", r"(?:" + _E + r")?(?:Prefill|Decode) out of memory\b"),
+    _r("oom", r"(?:" + _E + r")?(?:Prefill|Decode) out of memory\."),  # not "...memory happened"
     # a capture failure is an oom unless its cause names something more specific
     # (FlashInfer JIT arch, NCCL invalid usage, an assertion)
     _r("oom", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed", prio=PRIORITY.index("error") - 0.5),
@@ -78,6 +78,8 @@ RULES: list[Rule] = [
     _r("hang", r"Scheduler watchdog timeout\b", signature="hang"),
     _r("hang", r"Health check failed\. Server couldn't get a response", "warning", "hang"),
     _r("kv_pressure", r"KV cache pool is full\. Retract requests\.", "warning", "kv_pressure"),
+    # the older spelling of the same retraction warning (logger.info, not a failure)
+    _r("kv_pressure", r"[Dd]ecode out of memory happened\b", "warning", "kv_pressure"),
     _r("error", r"\w+ hit an exception\b"),
     _r("error", r"Initialization failed\. warmup error"),
     _r("error", r"[\w.-]+\.py: error: "),  # argparse: unrecognized/ambiguous option

@@ -614,6 +614,21 @@ def kv_pressure() -> None:
     log.write("kv_pressure_retract_0523")
 
 
+def kv_pressure_old() -> None:
+    """Older releases logged retraction as "Decode out of memory happened": KV pressure, not an OOM."""
+    log = Log(day="2025-04-10")
+    log.rec(SERVER_ARGS_OLD.format(tp=8))
+    log.rec("The server is fired up and ready to roll!")
+    log.ready = True
+    serve(log, 2, spec=False, old=True, log_requests=False)
+    first = log.rec("Decode out of memory happened. #retracted_reqs: 2, #new_token_ratio: 0.4120 -> 0.5390", tp=0)
+    serve(log, 1, spec=False, old=True, log_requests=False)
+    log.rec("Decode out of memory happened. #retracted_reqs: 1, #new_token_ratio: 0.3800 -> 0.4900", tp=0)
+    serve(log, 2, spec=False, old=True, log_requests=False)
+    log.incident("kv_pressure", [0], first, "Decode out of memory happened. #retracted_reqs: 2, #new_token_ratio: 0.4120 -> 0.5390")
+    log.write("kv_pressure_retract_old_spelling")
+
+
 def generic_error_old() -> None:
     log = Log(day="2025-09-01")
     log.rec(SERVER_ARGS_OLD.format(tp=2))
@@ -649,7 +664,7 @@ def argparse_error() -> None:
 SCENARIOS = [healthy_0523_spec, healthy_old_0410, healthy_dp_ray, decoys, assertion_8ranks, oom_runtime,
              prefill_oom, kv_startup_old, capture_fail_then_assert, keyerror_symm, jit_arch, nccl_timeout,
              torchrun_distbackend_old, hang, crash_init_oomkiller, crash_serving, kv_pressure,
-             generic_error_old, argparse_error]
+             kv_pressure_old, generic_error_old, argparse_error]
 
 if __name__ == "__main__":
     for old in HERE.glob("*.log"):
