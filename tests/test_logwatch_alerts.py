@@ -60,6 +60,7 @@ def test_traceback_kinds(final: str, kind: str) -> None:
     ("Rank 2 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common cause is the OS OOM killer.", "crash", [2], "error"),
     ("Received sigquit from a child process. It usually means the child failed.", "crash", [], "error"),
     ("Scheduler watchdog timeout (self.watchdog_timeout=300, self.soft=False)", "hang", [], "error"),
+    ("Watchdog timeout (self.watchdog_timeout=300)", "hang", [], "error"),
     ("KV cache pool is full. Retract requests. #retracted_reqs: 2, #new_tokens_gained: 900, #new_token_ratio: 0.41 -> 0.55", "kv_pressure", [], "warning"),
     ("Health check failed. Server couldn't get a response from detokenizer for last 20 seconds.", "hang", [], "warning"),
     ("decode out of memory happened, #retracted_reqs: 1, #new_token_ratio: 0.9998 -> 1.0000", "kv_pressure", [], "warning"),

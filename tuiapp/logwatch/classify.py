@@ -76,6 +76,7 @@ RULES: list[Rule] = [
     _r("keyerror", r"KeyError\b"),
     _r("assertion", r"AssertionError\b"),
     _r("hang", r"Scheduler watchdog timeout\b", signature="hang"),
+    _r("hang", r"Watchdog timeout \(self\.watchdog_timeout=", signature="hang"),  # older spelling
     _r("hang", r"Health check failed\. Server couldn't get a response", "warning", "hang"),
     _r("kv_pressure", r"KV cache pool is full\. Retract requests\.", "warning", "kv_pressure"),
     # the older spelling of the same retraction warning (logger.info, not a failure)
