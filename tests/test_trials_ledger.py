@@ -93,3 +93,18 @@ def test_attribution_gives_each_knob_its_share():
     assert line.startswith("new +7.50 tok/s")
     assert "a +4.00 tok/s (faster" in line and "b +0.00 tok/s (within noise" in line
     assert "interaction +3.50 tok/s" in line
+
+
+def test_a_significant_but_tiny_difference_is_within_noise():
+    # Very steady runs make 0.1% "significant" for Welch; the ledger calls it noise.
+    base = [89.50, 89.51, 89.50, 89.49, 89.50]
+    shifted = [x + 0.09 for x in base]
+    ledger = Ledger()
+    ledger.add(_row("base", base, is_baseline=True))
+    ledger.add(_row("t", shifted))
+    assert ledger.rows["t"].p_value < 0.001
+    assert ledger.rows["t"].verdict == "within noise"
+    strict = Ledger(min_effect_pct=0.0)
+    strict.add(_row("base", base, is_baseline=True))
+    strict.add(_row("t", shifted))
+    assert strict.rows["t"].verdict == "faster"

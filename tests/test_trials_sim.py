@@ -35,9 +35,9 @@ def plan_run(tmp_path_factory):
 def test_every_trial_has_a_row_and_the_plan_goes_on(plan_run):
     tmp, code, rows = plan_run
     assert code == 0
-    assert list(rows) == ["old", "new", "fusion", "symm-mem", "tree", "ep-a2a", "custom-ar"]
+    assert list(rows) == ["old", "new", "new-again", "fusion", "symm-mem", "tree", "ep-a2a", "custom-ar"]
     assert "| custom-ar | ok |" in (tmp / "ledger.md").read_text()
-    assert (tmp / "ledger.csv").read_text().count("\n") == 8
+    assert (tmp / "ledger.csv").read_text().count("\n") == 9
     assert (tmp / "ledger.logs" / "symm-mem.log").stat().st_size > 0
 
 
@@ -78,6 +78,13 @@ def test_new_baseline_is_faster_with_a_confound_warning(plan_run):
     assert lo < new["mean_decode_tok_s"] < hi
     assert new["startup_s"] > 0
     assert len(new["peak_mem_bytes"]) == 8
+
+
+def test_an_identical_configuration_is_within_noise(plan_run):
+    _tmp, _code, rows = plan_run
+    row = rows["new-again"]
+    assert row["baseline"] == "new" and row["diff"] == {} and row["confound"] is None
+    assert row["status"] == "ok" and row["verdict"] == "within noise" and not row["dead_end"]
 
 
 def test_custom_allreduce_is_a_slower_dead_end_against_its_base(plan_run):

@@ -78,11 +78,11 @@ def run(args: argparse.Namespace) -> int:
         print(_check_text(plan, trials))
         return 0
 
-    ledger = Ledger()
+    ledger = Ledger(min_effect_pct=plan.min_effect_pct)
     ledger_path = Path(args.ledger) if args.ledger else None
     if args.resume and ledger_path is not None and ledger_path.exists():
         try:
-            ledger = Ledger.load(ledger_path)
+            ledger = Ledger.load(ledger_path, min_effect_pct=plan.min_effect_pct)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     log_dir = Path(args.log_dir) if args.log_dir else (

@@ -2,7 +2,9 @@
 
 Each trial is compared with its reference (``baseline`` field: the trial it builds on,
 default the plan's baseline). The verdict is Welch's t test on the per-run decode tok/s
-(tuiapp.bench.stats): p < 0.05 says faster or slower, otherwise "within noise". A trial
+(tuiapp.bench.stats): p < 0.05 says faster or slower, otherwise "within noise"; and a
+difference under ``min_effect_pct`` (default 0.5%) is "within noise" whatever p says,
+because a handful of very steady runs makes even a 0.1% shift "significant". A trial
 that failed, or is slower than its reference beyond noise, is a dead end. Rows keep their
 run figures, so a ``--resume``d plan compares new trials with the baseline measured before.
 """
@@ -22,6 +24,7 @@ from tuiapp.bench import stats
 
 OK = "ok"
 ALPHA = 0.05
+MIN_EFFECT_PCT = 0.5
 
 
 class LedgerRow(BaseModel):
@@ -72,15 +75,16 @@ def fill_run_stats(row: LedgerRow) -> None:
 class Ledger:
     """Ordered rows by name; ``compare()`` fills verdicts, dead ends and attribution."""
 
-    def __init__(self, rows: list[LedgerRow] | None = None) -> None:
+    def __init__(self, rows: list[LedgerRow] | None = None, *, min_effect_pct: float = MIN_EFFECT_PCT) -> None:
         self.rows: dict[str, LedgerRow] = {r.name: r for r in rows or []}
+        self.min_effect_pct = min_effect_pct
 
     @classmethod
-    def load(cls, path: Path) -> Ledger:
+    def load(cls, path: Path, *, min_effect_pct: float = MIN_EFFECT_PCT) -> Ledger:
         """Raises ValueError on a file that is not a ledger."""
         try:
             data = json.loads(path.read_text(encoding="utf-8"))
-            return cls([LedgerRow.model_validate(r) for r in data])
+            return cls([LedgerRow.model_validate(r) for r in data], min_effect_pct=min_effect_pct)
         except (json.JSONDecodeError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: not a trials ledger ({str(exc).splitlines()[0]})") from None
 
@@ -115,6 +119,8 @@ class Ledger:
                 base_mean = stats.mean(base_runs)
                 row.delta_tok_s = row.mean_decode_tok_s - base_mean
                 row.delta_pct = 100.0 * row.delta_tok_s / base_mean if base_mean else None
+                if row.delta_pct is not None and abs(row.delta_pct) < self.min_effect_pct:
+                    row.verdict = "within noise"
             row.dead_end = row.status != OK or row.verdict == "slower"
         for row in self.rows.values():
             row.share_pct = None

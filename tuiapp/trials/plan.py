@@ -86,6 +86,7 @@ class BaselineSpec(TrialSpec):
 class PlanMeta(_Strict):
     name: str = ""
     description: str = ""
+    min_effect_pct: float = Field(0.5, ge=0, description="smaller differences are within noise")
 
 
 class PlanSpec(_Strict):
@@ -141,6 +142,7 @@ class Plan:
     baseline: TrialConfig
     trials: list[TrialConfig]
     knob_groups: dict[str, str] = field(default_factory=dict)  # canonical key -> knob name
+    min_effect_pct: float = 0.5
 
     def all(self) -> list[TrialConfig]:
         return [self.baseline, *self.trials]
@@ -244,7 +246,8 @@ def _resolve(spec: PlanSpec, text: str, path: Path) -> Plan:
         done[cfg.name] = cfg
         trials.append(cfg)
     return Plan(path=path, name=spec.plan.name or path.stem, description=spec.plan.description,
-                baseline=baseline, trials=trials, knob_groups=knob_groups)
+                baseline=baseline, trials=trials, knob_groups=knob_groups,
+                min_effect_pct=spec.plan.min_effect_pct)
 
 
 def _knob_key(key: str) -> str:
