@@ -150,7 +150,7 @@ def test_hang_trips_the_scheduler_watchdog():
 
 
 def test_nan_and_kv_pressure_keep_serving():
-    with SimProcess(BASE + ["--sim-fault", "nan", "--sim-fault", "kv_pressure", "--decode-log-interval", "4"], speed=200) as sim:
+    with SimProcess(BASE + ["--sim-fault", "nan", "--sim-fault", "kv_pressure", "--decode-log-interval", "4", "--sim-step-ms", "2"], speed=200) as sim:
         sim.wait_ready()
         body = {"text": "numbers", "sampling_params": {"max_new_tokens": 30, "ignore_eos": True}}
         first = httpx.post(sim.url + "/generate", json=body, timeout=10).json()

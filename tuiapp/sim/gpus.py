@@ -35,6 +35,7 @@ class Gpu:
         self.tx_total = self.rx_total = 0.0
         self.tx_rate = self.rx_rate = float(model.IDLE_BYTES_PER_S)
         self.rate_t0 = time.monotonic()
+        self.rx_ramp_bytes, self.rx_ramp_t0, self.rx_ramp_t1 = 0.0, 0.0, 0.0
         self.util_pct = 0
         self.power_w = IDLE_POWER_W
         self.active = False
@@ -47,6 +48,15 @@ class Gpu:
         self.mem_from = self.mem_at(now)
         self.mem_to = to_bytes
         self.mem_t0, self.mem_t1 = now, now + max(over_s, 0.0)
+
+    def rx_ramp(self, now: float, nbytes: float, over_s: float) -> None:
+        """``nbytes`` received evenly over the next ``over_s`` (exact, whatever the timers do)."""
+        self.rx_total += self._ramp_done(now)
+        self.rx_ramp_bytes, self.rx_ramp_t0, self.rx_ramp_t1 = nbytes, now, now + max(over_s, 1e-9)
+
+    def _ramp_done(self, now: float) -> float:
+        frac = (now - self.rx_ramp_t0) / (self.rx_ramp_t1 - self.rx_ramp_t0) if self.rx_ramp_t1 > self.rx_ramp_t0 else 1.0
+        return self.rx_ramp_bytes * min(max(frac, 0.0), 1.0)
 
     def set_rates(self, now: float, tx_bps: float, rx_bps: float) -> None:
         dt = now - self.rate_t0
@@ -95,7 +105,7 @@ class Gpu:
             "pcie_gen_max": model.PCIE_GEN,
             "pcie_width_max": model.PCIE_WIDTH,
             "pcie_tx_bytes_total": int(self.tx_total + self.tx_rate * dt),
-            "pcie_rx_bytes_total": int(self.rx_total + self.rx_rate * dt),
+            "pcie_rx_bytes_total": int(self.rx_total + self.rx_rate * dt + self._ramp_done(now)),
         }
 
 

@@ -21,7 +21,7 @@ def free_port() -> int:
 
 
 class SimProcess:
-    def __init__(self, args: list[str], env: dict | None = None, speed: float = 20.0, port: int | None = None):
+    def __init__(self, args: list[str], env: dict | None = None, speed: float = 100.0, port: int | None = None):
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         argv = [sys.executable, "-m", "tuiapp.sim.server", "--port", str(self.port), "--sim-speed", str(speed), *args]

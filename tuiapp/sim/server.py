@@ -182,21 +182,20 @@ class SimServer:
         load_s = 1.8
         if plan.failure == "load_oom":
             frac = max(min((avail - 0.3) / mem.weights_gib, 1.0), 0.0)
-            self.gpu_busy(12, 110.0, rx_bps=mem.weights_gib * frac * GIB / (load_s * frac / self.speed))
+            for g in self.gpus:
+                g.rx_ramp(time.monotonic(), mem.weights_gib * frac * GIB, load_s * frac / self.speed)
+            self.gpu_busy(12, 110.0)
             self.mem_stage(total_gib - 0.3, load_s * frac)
             await self.progress(lambda n: "Loading safetensors checkpoint shards", 64, load_s * frac, "shards", steps=6)
             used = total_gib - 0.3
             await self.fail_all_ranks(lambda r: failures.load_oom(r.tp, used))
-        rx_start = [g.snapshot(time.monotonic())["pcie_rx_bytes_total"] for g in self.gpus]
-        # the weights cross PCIe once, over the nominal loading window (like the memory ramp),
-        # however late the compressed progress-bar timers fire; topped up if a timer was early
-        self.gpu_busy(12, 110.0, rx_bps=mem.weights_gib * GIB / (load_s / self.speed))
-        asyncio.get_running_loop().call_later(load_s / self.speed, self.gpu_busy, 12, 110.0)
+        now = time.monotonic()
+        for g in self.gpus:  # the weights cross PCIe once, over the loading window
+            g.rx_ramp(now, mem.weights_gib * GIB, load_s / self.speed)
+        self.gpu_busy(12, 110.0)
         self.mem_stage(mem.context_gib + mem.custom_ar_gib + mem.weights_gib, load_s)
         await self.progress(lambda n: "Loading safetensors checkpoint shards", 64, load_s, "shards")
         self.gpu_busy(3, 90.0)
-        for g, rx0 in zip(self.gpus, rx_start, strict=True):
-            g.rx_total += max(rx0 + mem.weights_gib * GIB - g.snapshot(time.monotonic())["pcie_rx_bytes_total"], 0)
         avail -= mem.weights_gib
         await self.each_rank(f"Load weight end. elapsed={load_s:.2f} s, type={model.MODEL_ARCH}, quant=compressed-tensors, "
                              f"avail mem={avail:.2f} GB, mem usage={mem.weights_gib:.2f} GB.")
