@@ -199,3 +199,32 @@ async def test_non_cumulative_stream_and_jsonl_prompts(server, tmp_path):
     reqs = of(events, RequestDone)
     assert [r.completion_tokens for r in reqs] == [7, 25]
     assert all(r.ok for r in reqs)
+
+
+GARBAGE = [
+    b'data: {"text": "x", "meta_info": {"completion_tokens": 3, "finish_reason": 7, "spec_verify_ct": "x",'
+    b' "spec_accept_length": "long", "prompt_tokens": -1}}\n\ndata: [DONE]\n\n',
+    b'data: {"text": "x", "meta_info": {"completion_tokens": 2, "finish_reason": {"type": 5}}}\n\n',
+    b'data: ["completion_tokens": 1]\n\ndata: [DONE]\n\n',
+    b'data: [1, 2]\n\n',
+    b'data: {"meta_info": "no", "completion_tokens": 4}\n\n',
+    b'data: {"choices": "nope", "usage": {"completion_tokens": "many"}}\n\ndata: [DONE]\n\n',
+    b'data: {"choices": [{"text": "a", "finish_reason": 3}], "usage": [1], "sglext": {"spec_tokens_details": 5}}\n\n',
+    b'data: {"choices": [], "usage": {"completion_tokens": 9, "prompt_tokens": "p"}, "sglext": []}\n\ndata: [DONE]\n\n',
+    b"",
+    b"\xff\xfe garbage without newline",
+    b"data: \n\ndata:\n\n: comment\n\nevent: x\n\n",
+]
+
+
+@pytest.mark.parametrize("api", ["generate", "completions"])
+async def test_garbage_never_crashes_the_loop(server, api):
+    server.faults.extend(GARBAGE)
+    loop, events = await run_loop(server, api=api, runs=len(GARBAGE) + 1)
+    reqs = of(events, RequestDone)
+    assert len(reqs) == len(GARBAGE) + 1
+    assert reqs[-1].ok  # a good request after all that
+    for r in reqs[:-1]:
+        assert r.ok is False or r.completion_tokens is not None
+        assert r.ok or r.error
+    assert of(events, BenchState)[-1].state == "done"

@@ -163,6 +163,8 @@ async def stream_request(
     if verdict is not None:
         res.ok = False
         res.error = verdict
+    elif not res.ok and res.error is None:
+        res.error = "incomplete response: no token count or finish reason"
     return res
 
 
@@ -249,9 +251,11 @@ async def _sse_data(resp: httpx.Response):
             line = buf[start:end]
             start = end + 1
             if line[:5] == b"data:":
-                yield now, line[5:].strip()
+                data = line[5:].strip()
+                if data:  # an empty data line is a keep-alive, not an event
+                    yield now, data
         buf = buf[start:]
-    if buf[:5] == b"data:":
+    if buf[:5] == b"data:" and buf[5:].strip():
         yield perf(), buf[5:].strip()
 
 
@@ -286,8 +290,8 @@ async def _read_generate(resp: httpx.Response, res: RequestResult, progress: _Pr
         res.error = "stream ended without output"
         return
     res.e2e_s = last_chunk_s - t0 if res.chunks else None
-    meta = orjson.loads(last_payload).get("meta_info") or {}
-    _apply_meta(meta, res)
+    final = orjson.loads(last_payload)
+    _apply_meta(final.get("meta_info") if isinstance(final, dict) else None, res, last_tokens)
     if not done and res.finish_reason is None:
         res.ok = False
         res.error = res.error or "stream ended before the request finished"
@@ -308,27 +312,43 @@ def _generate_odd_chunk(data: bytes, res: RequestResult) -> None:
         res.error = "chunk without meta_info.completion_tokens"
 
 
-def _apply_meta(meta: dict[str, Any], res: RequestResult) -> None:
-    res.completion_tokens = meta.get("completion_tokens", res.completion_tokens)
-    res.prompt_tokens = meta.get("prompt_tokens")
+def _int(value: Any) -> int | None:
+    """A count from the server, or None when it is missing or not a count."""
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+
+
+def _float(value: Any) -> float | None:
+    if isinstance(value, (int, float)) and not isinstance(value, bool) and value == value:  # not NaN
+        return float(value)
+    return None
+
+
+def _apply_meta(meta: Any, res: RequestResult, streamed_tokens: int) -> None:
+    if not isinstance(meta, dict):
+        res.error = "final chunk without meta_info"
+        return
+    res.completion_tokens = _int(meta.get("completion_tokens"))
+    if res.completion_tokens is None and streamed_tokens:
+        res.completion_tokens = streamed_tokens
+    res.prompt_tokens = _int(meta.get("prompt_tokens"))
     finish = meta.get("finish_reason")
     if isinstance(finish, dict):
         kind = finish.get("type")
-        res.finish_reason = kind
+        res.finish_reason = str(kind) if kind is not None else "unknown"
         if kind == "stop" and finish.get("matched") == NAN_MATCH:
             res.numerical_fault = True
         if kind == "abort":
-            res.error = f"aborted: {finish.get('message') or 'by server'}"
+            res.error = f"aborted: {str(finish.get('message') or 'by server')[:200]}"
             return
     elif isinstance(finish, str):
         res.finish_reason = finish
-    verify = meta.get("spec_verify_ct")
-    if isinstance(verify, int) and verify > 0:
+    verify = _int(meta.get("spec_verify_ct"))
+    if verify:
         res.spec_verify_ct = verify
-        res.accept_length = meta.get("spec_accept_length")
+        res.accept_length = _float(meta.get("spec_accept_length"))
         if res.accept_length is None and res.completion_tokens:
-            res.accept_length = res.completion_tokens / verify
-        res.accept_rate = meta.get("spec_accept_rate")
+            res.accept_length = res.completion_tokens / verify  # older SGLang: only the count
+        res.accept_rate = _float(meta.get("spec_accept_rate"))
     res.ok = res.finish_reason is not None and res.error is None and res.completion_tokens is not None
 
 
@@ -369,19 +389,21 @@ async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Prog
                 last_chunk_s = now
             finish = choice.get("finish_reason")
             if finish:
-                res.finish_reason = finish
+                res.finish_reason = str(finish)
                 if choice.get("matched_stop") == NAN_MATCH:
                     res.numerical_fault = True
         usage = obj.get("usage")
-        if usage:
-            res.completion_tokens = usage.get("completion_tokens")
-            res.prompt_tokens = usage.get("prompt_tokens")
+        if isinstance(usage, dict):
+            res.completion_tokens = _int(usage.get("completion_tokens"))
+            res.prompt_tokens = _int(usage.get("prompt_tokens"))
         ext = obj.get("sglext")
-        if ext:
-            _apply_spec_details(ext.get("spec_tokens_details") or {}, res)
+        if isinstance(ext, dict):
+            _apply_spec_details(ext.get("spec_tokens_details"), res)
     res.e2e_s = last_chunk_s - t0 if res.chunks else None
     if res.finish_reason == "abort":
         res.error = "aborted by server"
+    elif not res.chunks:
+        res.error = "no output in stream"
     elif res.completion_tokens is None:
         res.error = "no usage in stream (server ignored stream_options.include_usage)"
     elif not done and res.finish_reason is None:
@@ -389,12 +411,15 @@ async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Prog
     res.ok = res.error is None
 
 
-def _apply_spec_details(details: dict[str, Any], res: RequestResult) -> None:
+def _apply_spec_details(details: Any, res: RequestResult) -> None:
+    if not isinstance(details, dict):
+        return
+
     def get(name: str) -> Any:
         return details.get(f"spec_{name}", details.get(name))
 
-    verify = get("verify_ct")
-    if isinstance(verify, int) and verify > 0:
+    verify = _int(get("verify_ct"))
+    if verify:
         res.spec_verify_ct = verify
-    res.accept_length = get("accept_length")
-    res.accept_rate = get("accept_rate")
+    res.accept_length = _float(get("accept_length"))
+    res.accept_rate = _float(get("accept_rate"))

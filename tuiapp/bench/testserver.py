@@ -10,7 +10,8 @@ with a constant accept length when > 1).
 Faults for tests: push names onto ``FakeSGLang.faults``; each request takes the next one:
 ``http500``, ``http401``, ``stream_error`` (in-stream error chunk), ``malformed`` (bad JSON
 chunk), ``stall`` (stops sending mid-stream), ``nan`` (finish "NaN happened"), ``abort``,
-``no_first`` (never sends a token), ``close`` (drops the connection mid-stream).
+``no_first`` (never sends a token), ``close`` (drops the connection mid-stream); or bytes:
+sent as the whole response body.
 """
 
 from __future__ import annotations
@@ -38,7 +39,7 @@ class FakeSGLang:
     model: str = "fake-model"
     metrics: bool = True
     old_paths_only: bool = False  # an older SGLang: only /get_server_info, /get_model_info
-    faults: deque[str] = field(default_factory=deque)
+    faults: deque[str | bytes] = field(default_factory=deque)
     requests: int = 0
     tokens_sent: int = 0  # every token streamed, finished or not (client-cost accounting)
     flushes: int = 0
@@ -181,6 +182,11 @@ class FakeSGLang:
         else:
             n = int(req.get("max_tokens") or req.get("max_completion_tokens") or 16)
         writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        if isinstance(fault, bytes):  # a test's own stream body, sent as is
+            self._chunk(writer, fault)
+            self._chunk(writer, b"")
+            await writer.drain()
+            return True
         sizes = [1]
         while sum(sizes) < n:
             sizes.append(min(self.tokens_per_chunk, n - sum(sizes)))
