@@ -134,3 +134,14 @@ def test_bench_and_timeouts_merge_field_by_field():
     # built on "new": its flags, not the old baseline's
     assert custom.flags["cuda-graph-max-bs"].value == "128" and "mem-fraction-static" not in custom.flags
     assert plan.with_references(["custom-ar"]) == [plan.baseline, plan.get("new"), custom]
+
+
+def test_the_readme_example_plan_is_valid(tmp_path):
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme[readme.index("### trials"):]
+    start = section.index("```toml\n") + len("```toml\n")
+    example = tmp_path / "example.toml"
+    example.write_text(section[start:section.index("```", start)])
+    plan = load_plan(example)
+    assert [t.name for t in plan.all()] == ["baseline", "nccl-tree", "no-cap"]
+    assert [c.key for c in config_diff(plan.baseline, plan.get("no-cap"))] == ["cuda-graph-max-bs"]

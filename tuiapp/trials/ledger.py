@@ -5,7 +5,8 @@ default the plan's baseline). The verdict is Welch's t test on the per-run decod
 (tuiapp.bench.stats): p < 0.05 says faster or slower, otherwise "within noise"; and a
 difference under ``min_effect_pct`` (default 0.5%) is "within noise" whatever p says,
 because a handful of very steady runs makes even a 0.1% shift "significant". A trial
-that failed, or is slower than its reference beyond noise, is a dead end. Rows keep their
+that failed, or is slower than its reference beyond noise, is a dead end; one refused by
+preflight was never tried, so it is not (and ``--resume`` tries it again). Rows keep their
 run figures, so a ``--resume``d plan compares new trials with the baseline measured before.
 """
 
@@ -23,6 +24,7 @@ from pydantic import BaseModel, Field
 from tuiapp.bench import stats
 
 OK = "ok"
+NOT_RUN = "preflight"  # refused before launch: a plan or install problem, not an experiment
 ALPHA = 0.05
 MIN_EFFECT_PCT = 0.5
 
@@ -95,7 +97,7 @@ class Ledger:
     def done(self, name: str, fingerprint: str | None = None) -> bool:
         """A row for ``name`` exists (and, given a fingerprint, measured that configuration)."""
         row = self.rows.get(name)
-        if row is None:
+        if row is None or row.status == NOT_RUN:
             return False
         return fingerprint is None or row.fingerprint in (None, fingerprint)
 
@@ -107,7 +109,7 @@ class Ledger:
         for row in self.rows.values():
             if row.is_baseline:
                 row.verdict = "baseline" if row.status == OK else None
-                row.dead_end = row.status != OK
+                row.dead_end = row.status not in (OK, NOT_RUN)
                 continue
             row.verdict = row.p_value = row.delta_tok_s = row.delta_pct = None
             ref = self.rows.get(row.baseline) if row.baseline else self.baseline
@@ -121,7 +123,7 @@ class Ledger:
                 row.delta_pct = 100.0 * row.delta_tok_s / base_mean if base_mean else None
                 if row.delta_pct is not None and abs(row.delta_pct) < self.min_effect_pct:
                     row.verdict = "within noise"
-            row.dead_end = row.status != OK or row.verdict == "slower"
+            row.dead_end = row.status not in (OK, NOT_RUN) or row.verdict == "slower"
         for row in self.rows.values():
             row.share_pct = None
             combined = self.rows.get(row.isolates or "")
