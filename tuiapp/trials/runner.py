@@ -59,6 +59,7 @@ class PlanRunner:
         self.bench = None  # the current BenchLoop (controls pause/resume it)
         self.server = None  # the current ServerProcess
         self._user_stopped = False
+        self._tasks: set[asyncio.Task] = set()  # keep fire-and-forget stops referenced
         self.startup_s: float | None = None  # of the trial being finished
         self.returncode: int | None = None
 
@@ -68,7 +69,9 @@ class PlanRunner:
         """The user stopped the current trial's server: the trial is skipped, not failed."""
         self._user_stopped = True
         if self.server is not None:
-            asyncio.get_running_loop().create_task(self.server.stop())
+            task = asyncio.get_running_loop().create_task(self.server.stop())
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
 
     async def shutdown(self) -> None:
         if self.bench is not None:
