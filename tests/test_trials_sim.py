@@ -3,6 +3,7 @@ the real command (launcher, log watcher, benchmark loop and sim GPU telemetry)."
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 from pathlib import Path
@@ -174,3 +175,30 @@ def test_bad_options_are_one_line_usage_errors(argv, words, capsys):
     assert main(["trials", str(PLAN), *argv]) == 2
     err = capsys.readouterr().err
     assert words in err and err.count("\n") == 1
+
+
+async def test_stopping_the_server_from_the_ui_skips_the_trial(tmp_path):
+    from tuiapp.events import TrialState
+    from tuiapp.trials.ledger import Ledger
+    from tuiapp.trials.plan import load_plan
+    from tuiapp.trials.runner import RunnerOptions
+    from tuiapp.trials.session import build_trials_session
+
+    plan = load_plan(DATA / "tiny.toml")
+    ledger = Ledger()
+    options = RunnerOptions(ledger_path=tmp_path / "l.json", sim_speed=50.0, telemetry="off")
+    session, _runner = build_trials_session(plan, plan.all()[:2], ledger, options)
+    sub = session.bus.subscribe("test")
+    task = asyncio.create_task(session.run_sources())
+    phases = []
+    async for event in sub:
+        if isinstance(event, TrialState):
+            phases.append((event.name, event.phase))
+            if (event.name, event.phase) == ("only", "running"):
+                session.controls.stop_server()
+            if event.name == "broken" and event.phase in ("done", "failed"):
+                break
+    await asyncio.wait_for(task, 30)
+    assert ("only", "skipped") in phases and ("only", "done") not in phases
+    assert list(ledger.rows) == ["broken"]  # the skipped trial is no result: --resume runs it
+    assert session.exit_code == 1  # the first trial, the reference of the rest, has no result
