@@ -14,7 +14,7 @@ from tuiapp.cli import main
 
 DATA = Path(__file__).parent / "data" / "trials"
 PLAN = DATA / "sim_short.toml"
-SPEED = "50"
+SPEED = "100"
 
 
 def _trials(tmp: Path, *extra: str, plan: Path = PLAN) -> tuple[int, dict[str, dict]]:
@@ -147,7 +147,7 @@ def test_headless_run_never_imports_textual_and_exit_code(tmp_path):
 
     code = (
         "import sys; from tuiapp.cli import main; "
-        f"rc = main(['trials', {str(DATA / 'tiny.toml')!r}, '--sim', '--sim-speed', '50', '--headless', "
+        f"rc = main(['trials', {str(DATA / 'tiny.toml')!r}, '--sim', '--sim-speed', '100', '--headless', "
         f"'--telemetry', 'off', '--ledger', {str(tmp_path / 'l.json')!r}]); "
         "assert 'textual' not in sys.modules, 'textual imported'; sys.exit(rc)"
     )
@@ -186,7 +186,7 @@ async def test_stopping_the_server_from_the_ui_skips_the_trial(tmp_path):
 
     plan = load_plan(DATA / "tiny.toml")
     ledger = Ledger()
-    options = RunnerOptions(ledger_path=tmp_path / "l.json", sim_speed=50.0, telemetry="off")
+    options = RunnerOptions(ledger_path=tmp_path / "l.json", sim_speed=100.0, telemetry="off")
     session, _runner = build_trials_session(plan, plan.all()[:2], ledger, options)
     sub = session.bus.subscribe("test")
     task = asyncio.create_task(session.run_sources())

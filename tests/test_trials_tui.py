@@ -18,7 +18,7 @@ PLAN = Path(__file__).parent / "data" / "trials" / "tiny.toml"
 async def test_ledger_panel_fills_in_live(tmp_path):
     plan = load_plan(PLAN)
     ledger = Ledger()
-    options = RunnerOptions(ledger_path=tmp_path / "l.json", sim_speed=50.0, telemetry="sim")
+    options = RunnerOptions(ledger_path=tmp_path / "l.json", sim_speed=100.0, telemetry="sim")
     session, _runner = build_trials_session(plan, plan.all(), ledger, options)
     app = DashboardApp(session)
     async with app.run_test(size=(140, 40)) as pilot:
