@@ -218,6 +218,10 @@ class PlanRunner:
             except LaunchError as exc:
                 return f"launch_error:{exc}"
             helpers.append(asyncio.create_task(self._gpu_sampler(observe, url)))
+            if self.options.telemetry != "off":
+                from tuiapp.telemetry import run_host_sampler
+
+                helpers.append(asyncio.create_task(run_host_sampler(observe, server_pid=server.pid)))
             if not await server.wait_ready():
                 # an exited server's output is all in by now (the launcher drains it first)
                 return "stopped" if self._user_stopped else "not_ready"
