@@ -27,28 +27,40 @@ ITL_BUCKETS = (0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 
 class AcceptSampler:
     """Accept length per verify step: 1 + leading accepted drafts (each with prob p).
 
-    Draws come from a seeded golden-ratio (Weyl) sequence through the inverse CDF: each
-    step still varies between 1 and steps+1, but the running mean tracks the model's
-    expectation within O(log n / n), so even one short request measures the model's
-    accept length (plain random draws would wander by +-2% over 100 steps).
+    Draws come from a seeded golden-ratio (Weyl) sequence through the inverse CDF, nudged
+    by one when the running total strays more than two tokens from n x E[accept]: each
+    step still varies between 1 and steps+1 with nearly the model's distribution, but a
+    request's mean accept length stays within 0.7% of the expectation after 85 steps
+    (independent random draws: up to 13%; the Weyl sequence alone: 2%).
     """
 
     GOLDEN = 0.6180339887498949
+    NUDGE_AT = 2.0
 
     def __init__(self, seed: int, p: float, steps: int):
         self.u = random.Random(seed).random()
         probs = [p**j * (1 - p) for j in range(steps)] + [p**steps]
+        self.mean = sum(p**j for j in range(steps + 1))
+        self.top = steps + 1
         acc, self.cdf = 0.0, []
         for q in probs:
             acc += q
             self.cdf.append(acc)
+        self.drift = 0.0  # sum of draws minus n x mean
 
     def draw(self) -> int:
         self.u = (self.u + self.GOLDEN) % 1.0
+        a = len(self.cdf)
         for i, c in enumerate(self.cdf):
             if self.u < c:
-                return i + 1
-        return len(self.cdf)
+                a = i + 1
+                break
+        if self.drift + a - self.mean > self.NUDGE_AT and a > 1:
+            a -= 1
+        elif self.drift + a - self.mean < -self.NUDGE_AT and a < self.top:
+            a += 1
+        self.drift += a - self.mean
+        return a
 
 
 class SimRequest:
