@@ -32,3 +32,22 @@ async def settle(pilot) -> None:
 def test_dashboard(snap_compare, theme, size):
     app = DashboardApp(preview_session(EVENTS), theme=theme)
     assert snap_compare(app, terminal_size=size, run_before=settle)
+
+
+class PausedReplay:
+    """A replay held at 22:37 of 1:00:00, paused at x4: only the timeline reads it."""
+
+    playing, speed, position_s, duration_s = False, 4.0, 1357.0, 3600.0
+
+    def play(self) -> None: ...
+    def pause(self) -> None: ...
+    def set_speed(self, speed: float) -> None: ...
+    def seek(self, position_s: float) -> None: ...
+    def step(self) -> None: ...
+    def next_alert(self) -> None: ...
+
+
+def test_replay_dashboard_has_a_timeline_and_replay_keys(snap_compare):
+    session = preview_session(EVENTS)
+    session.replay = PausedReplay()
+    assert snap_compare(DashboardApp(session), terminal_size=(80, 24), run_before=settle)

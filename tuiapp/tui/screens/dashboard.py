@@ -85,7 +85,12 @@ class DashboardScreen(Screen):
                 panel.paint(force)
             self.query_one(AlertList).paint(force)
             self.set_class(bool(self.store.trials), "-has-trials")
-            self.query_one(LedgerTable).paint(force)
+            ledger = self.query_one(LedgerTable)
+            # At 80x24 a row of the ledger is worth more than its column titles.
+            show_header = not (self.has_class("-short") and self.has_class("-narrow"))
+            if ledger.show_header != show_header:
+                ledger.show_header = show_header
+            ledger.paint(force)
             if self.session.replay is not None:
                 self.query_one(TimelineBar).paint(force)
 
