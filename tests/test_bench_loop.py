@@ -220,11 +220,37 @@ GARBAGE = [
 @pytest.mark.parametrize("api", ["generate", "completions"])
 async def test_garbage_never_crashes_the_loop(server, api):
     server.faults.extend(GARBAGE)
-    loop, events = await run_loop(server, api=api, runs=len(GARBAGE) + 1)
+    loop, events = await run_loop(server, api=api, runs=2, requests_per_run=len(GARBAGE))
     reqs = of(events, RequestDone)
-    assert len(reqs) == len(GARBAGE) + 1
-    assert reqs[-1].ok  # a good request after all that
+    assert len(reqs) == 2 * len(GARBAGE)
+    assert all(r.ok for r in reqs[len(GARBAGE):])  # good requests after all that
+    reqs = reqs[: len(GARBAGE) + 1]
     for r in reqs[:-1]:
         assert r.ok is False or r.completion_tokens is not None
         assert r.ok or r.error
     assert of(events, BenchState)[-1].state == "done"
+
+
+async def test_503_waits_for_the_server_instead_of_failing(server):
+    server.faults.extend(["http503", "http503"])
+    loop, events = await run_loop(server, runs=2)
+    reqs = of(events, RequestDone)
+    assert len(reqs) == 2 and all(r.ok for r in reqs)  # the 503s were retried, not counted
+    assert server.requests == 4
+    assert "waiting_server" in [e.state for e in of(events, BenchState)]
+
+
+async def test_runs_that_fail_entirely_slow_down(server):
+    server.faults.extend(["http400"] * 4)
+    loop = None
+    events = []
+    loop = BenchLoop(events.append, server.url, settings(runs=5))
+    t0 = asyncio.get_running_loop().time()
+    await asyncio.wait_for(loop.run(), 20)
+    elapsed = asyncio.get_running_loop().time() - t0
+    runs = of(events, RunDone)
+    assert [r.errors for r in runs] == [1, 1, 1, 1, 0]
+    assert elapsed >= 0.1 + 0.2 + 0.4 + 0.8  # backed off after each failed run
+    notes = [n.text for n in of(events, Note)]
+    assert len(notes) == 1 and "every request of run 0 failed" in notes[0]
+    assert of(events, RequestDone)[0].error == "HTTP 400: model not found"

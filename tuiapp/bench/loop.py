@@ -67,6 +67,7 @@ class BenchLoop:
         self._model: str | None = settings.model
         self._run_index = 0
         self._nan_count = 0
+        self._failed_runs = 0
         self._paused_total_s = 0.0
         self._paused_since: float | None = None
 
@@ -153,7 +154,8 @@ class BenchLoop:
                         continue
                     if self.state != "running":
                         self._set_state("running")
-                    await self._one_run(client)
+                    run = await self._one_run(client)
+                    await self._back_off_after_failed_run(run)
             except _StopNow:
                 pass
         self._set_state("done" if s.runs is not None and len(self.results) >= s.runs else "stopped")
@@ -169,7 +171,7 @@ class BenchLoop:
         if s.flush_cache:
             await self._flush_cache(client)
 
-    async def _one_run(self, client: httpx.AsyncClient) -> None:
+    async def _one_run(self, client: httpx.AsyncClient) -> RunDone | None:
         s = self.settings
         generation = self._generation
         run_index = self._run_index
@@ -212,12 +214,13 @@ class BenchLoop:
         # A pause inside a run is not run time: in-flight requests finished, nothing new started.
         wall_s = time.perf_counter() - t_start - (self._paused_s() - paused_before_s)
         if generation != self._generation or self._stop.is_set() and len(done) < k:
-            return  # a restarted or stopped run is not a run
+            return None  # a restarted or stopped run is not a run
         self._run_index += 1
         run = _run_event(run_index, done, wall_s, s.concurrency, self.trial)
         self.results.append(run)
         self.publish(run)
         self._publish_summary()
+        return run
 
     def _publish_summary(self) -> None:
         decode = self.decode_runs()
@@ -248,9 +251,27 @@ class BenchLoop:
             if self._stop.is_set():
                 raise _StopNow
             res = await stream_request(client, self._url, s.api, payload, s.timeouts)
-            if not res.connect_failed:
+            # 503: listening but not serving (SGLang while it starts): wait, do not hammer it.
+            if not res.connect_failed and res.http_status != 503:
                 return res
             await self._wait_for_server(client, res.error or "cannot connect")
+
+    async def _back_off_after_failed_run(self, last: RunDone | None) -> None:
+        """A run where every request failed (bad model name, server rejecting everything)
+        must not spin: wait 0.1 s, 0.2 s, ... up to 10 s before the next one."""
+        if last is None:
+            return
+        if last.errors < last.requests:
+            self._failed_runs = 0
+            return
+        delay_s = min(0.1 * 2**self._failed_runs, 10.0)
+        self._failed_runs += 1
+        if self._failed_runs == 1:
+            self._note("warning", f"every request of run {last.run_index} failed; slowing down until one succeeds")
+        try:
+            await asyncio.wait_for(self._stop.wait(), timeout=delay_s)
+        except asyncio.TimeoutError:
+            pass
 
     async def _wait_for_server(self, client: httpx.AsyncClient, why: str) -> None:
         """One worker probes with backoff; the others wait on the event it sets."""

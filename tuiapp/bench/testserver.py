@@ -8,7 +8,7 @@ one token (prefill), each later chunk ``tokens_per_chunk`` tokens (speculative d
 with a constant accept length when > 1).
 
 Faults for tests: push names onto ``FakeSGLang.faults``; each request takes the next one:
-``http500``, ``http401``, ``stream_error`` (in-stream error chunk), ``malformed`` (bad JSON
+``http500``, ``http401``, ``http400``, ``http503``, ``stream_error`` (in-stream error chunk), ``malformed`` (bad JSON
 chunk), ``stall`` (stops sending mid-stream), ``nan`` (finish "NaN happened"), ``abort``,
 ``no_first`` (never sends a token), ``close`` (drops the connection mid-stream); or bytes:
 sent as the whole response body.
@@ -175,6 +175,10 @@ class FakeSGLang:
             return await self._send(writer, 500, b'{"error": {"message": "internal boom"}}')
         if fault == "http401":
             return await self._send(writer, 401, b'{"error": "Unauthorized"}')
+        if fault == "http400":
+            return await self._send(writer, 400, b'{"error": {"message": "model not found"}}')
+        if fault == "http503":
+            return await self._send(writer, 503, b'{"error": "starting"}')
         t_recv = time.perf_counter()
         native = path == "/generate"
         if native:
