@@ -11,7 +11,7 @@ import pytest
 from tuiapp.bench.loop import BenchLoop
 from tuiapp.bench.metrics_poll import run_metrics_poller
 from tuiapp.bench.settings import BenchSettings
-from tuiapp.events import Alert, RequestDone, RunDone, ServerStats
+from tuiapp.events import Alert, BenchState, RequestDone, RunDone, ServerStats
 from tuiapp.server.info import fetch_server_info
 
 sim_process = pytest.importorskip("tuiapp.sim.process")
@@ -75,3 +75,27 @@ async def test_nan_fault_from_simulator():
     assert sum(r.numerical_fault for r in reqs) == 1
     alerts = [e for e in events if isinstance(e, Alert)]
     assert len(alerts) == 1 and alerts[0].alert_kind == "numerical"
+
+
+async def test_loop_waits_while_the_simulator_restarts():
+    """Killed mid-benchmark, relaunched on the same port (answering 503 while it starts):
+    the loop waits, says so, and finishes its runs on the new server."""
+    sim = sim_process.SimProcess(BASE, speed=100)
+    try:
+        sim.wait_ready(60)
+        events = []
+        loop = BenchLoop(events.append, sim.url, settings(runs=6, max_new_tokens=30, flush_cache=False))
+        task = asyncio.create_task(loop.run())
+        while len([e for e in events if isinstance(e, RunDone)]) < 2:
+            await asyncio.sleep(0.01)
+        sim.proc.kill()
+        sim.wait_exit(10)
+        await asyncio.sleep(0.3)
+        sim = sim_process.SimProcess(BASE, speed=100, port=sim.port)
+        await asyncio.wait_for(task, 60)
+    finally:
+        sim.stop()
+    states = [e.state for e in events if isinstance(e, BenchState)]
+    assert "waiting_server" in states and states[-1] == "done"
+    runs = [e for e in events if isinstance(e, RunDone)]
+    assert len(runs) == 6 and runs[-1].errors == 0
