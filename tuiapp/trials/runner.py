@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tuiapp.bus import EventBus
-from tuiapp.events import BenchState, Note, TrialResult, TrialState, _Event
+from tuiapp.events import BenchState, Note, ServerState, TrialResult, TrialState, _Event
 from tuiapp.trials.collector import TrialCollector
 from tuiapp.trials.diff import config_diff, confound_warning, diff_dict, knobs
 from tuiapp.trials.flags import Flag
@@ -35,6 +35,8 @@ class RunnerOptions:
     sim_speed: float | None = None  # set: run every server through the simulator
     telemetry: str = "auto"  # auto | nvml | sim | off
     log_dir: Path | None = None
+    log_file: Path | None = None  # one trial (launch): its server log, wherever the user wants it
+    preflight: bool = True
     gpu_interval_s: float = 1.0
 
 
@@ -198,9 +200,10 @@ class PlanRunner:
         from tuiapp.logwatch.watcher import LogWatcher
         from tuiapp.server.launcher import LaunchError, ServerProcess
 
-        watcher = LogWatcher(observe)
-        log_path = None
-        if self.options.log_dir is not None:
+        # The launcher reports readiness itself (line or /health): one "ready" is enough.
+        watcher = LogWatcher(lambda e: None if isinstance(e, ServerState) else observe(e))
+        log_path = self.options.log_file
+        if log_path is None and self.options.log_dir is not None:
             self.options.log_dir.mkdir(parents=True, exist_ok=True)
             log_path = self.options.log_dir / f"{cfg.name.replace('/', '__')}.log"
         server = ServerProcess(
@@ -269,7 +272,7 @@ class PlanRunner:
             return
         from tuiapp.telemetry import open_backend, run_gpu_sampler
 
-        if self.options.sim_speed is not None and kind == "auto":
+        if kind == "auto" and (self.options.sim_speed is not None or is_sim_command(self.server)):
             kind = "sim"
         backend, note = await asyncio.to_thread(open_backend, kind, sim_url=url)
         if note:
@@ -320,6 +323,11 @@ def bench_settings(cfg: TrialConfig):
     return BenchSettings(api=b.api, workload=b.workload, max_new_tokens=b.max_tokens,
                          concurrency=b.concurrency, requests_per_run=b.prompts, runs=b.runs,
                          warmup_requests=b.warmup, model=None)
+
+
+def is_sim_command(server) -> bool:
+    """A server command that runs the built-in simulator has simulated GPUs."""
+    return server is not None and "tuiapp.sim.server" in server.argv
 
 
 async def _poll(watcher) -> None:

@@ -1,0 +1,33 @@
+"""tuiapp demo: the reference campaign on the built-in simulator, end to end.
+
+The simulator is launched as a subprocess exactly as ``launch`` starts SGLang, and the
+trials runner drives it: the same launcher, log watcher, benchmark client and telemetry
+code that meet a real server.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "run the reference campaign (campaign.md) on the built-in SGLang simulator"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--headless", action="store_true", help="no UI: plain progress lines on stdout")
+    parser.add_argument("--record", metavar="FILE", help="record every event (use .jsonl.gz to compress)")
+    parser.add_argument("--ledger", metavar="FILE", help="write the ledger as JSON")
+    parser.add_argument("--only", metavar="TRIAL", nargs="+",
+                        help="run only these trials of the campaign (and what they are compared with)")
+    parser.add_argument("--speed", type=float, default=20.0, metavar="X",
+                        help="simulated start-up runs X times faster (decode pacing stays real; default 20)")
+    parser.add_argument("--theme", help="TUI theme")
+
+
+def run(args: argparse.Namespace) -> int:
+    from tuiapp.commands import trials
+
+    return trials.run(argparse.Namespace(
+        plan="campaign", headless=args.headless, record=args.record, ledger=args.ledger,
+        ledger_md=None, ledger_csv=None, resume=False, isolate=None, only=args.only, sim=True,
+        sim_speed=args.speed, telemetry="sim", log_dir=None, check=False, theme=args.theme,
+    ))

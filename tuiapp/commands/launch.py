@@ -1,0 +1,112 @@
+"""tuiapp launch -- <server command>: start a server, watch it, benchmark it continuously.
+
+A launch is a one-trial plan run by the trials runner, so launching here, in ``trials``
+and in ``demo`` is the same code: preflight, launch, readiness, log watching, benchmark
+loop, telemetry, stop.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "launch an SGLang server (default: python -m sglang.launch_server ...), watch and benchmark it"
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("server", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND",
+                        help="the server command after '--'; flags alone are appended to "
+                             "'python -m sglang.launch_server'")
+    parser.add_argument("--headless", action="store_true", help="no UI: plain progress lines on stdout")
+    parser.add_argument("--record", metavar="FILE", help="record every event to FILE (.jsonl or .jsonl.gz)")
+    parser.add_argument("--log", metavar="FILE",
+                        help="server log file (default: beside --record, else ./tuiapp-server.log)")
+    parser.add_argument("--name", default="launch", help="trial name shown and recorded")
+    parser.add_argument("--no-preflight", action="store_true", help="skip the flag check against --help")
+    parser.add_argument("--ready-timeout", type=float, default=1800.0, metavar="S",
+                        help="seconds from launch to ready before giving up (default 1800)")
+    parser.add_argument("--telemetry", choices=["auto", "nvml", "sim", "off"], default="auto")
+    parser.add_argument("--theme", help="TUI theme")
+    add_bench_arguments(parser)
+
+
+def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
+    """The benchmark options a launched trial takes (shared with ``demo``)."""
+    group = parser.add_argument_group("benchmark loop")
+    group.add_argument("--runs", type=int, metavar="N", help="stop after N runs (default: until stopped)")
+    group.add_argument("--concurrency", type=int, default=1, metavar="N")
+    group.add_argument("--requests-per-run", type=int, metavar="K", help="default: = concurrency")
+    group.add_argument("--max-new-tokens", type=int, default=256, metavar="N")
+    group.add_argument("--warmup", type=int, default=1, metavar="N", help="uncounted warm-up requests")
+    group.add_argument("--api", choices=["generate", "completions", "chat"], default="generate")
+    group.add_argument("--prompts", metavar="FILE.jsonl", help="prompt file (default: the reference short prompts)")
+
+
+def run(args: argparse.Namespace) -> int:
+    from pathlib import Path
+
+    from tuiapp.server.command import build_server_command
+
+    tokens = list(args.server)
+    if tokens[:1] == ["--"]:
+        tokens = tokens[1:]
+    argv = build_server_command(tokens)
+    trial = _single_trial(argv, args)
+    record = Path(args.record) if args.record else None
+    log_path = Path(args.log) if args.log else _log_beside(record)
+    return run_single_trial(trial, args, record_path=record, log_path=log_path,
+                            preflight=not args.no_preflight)
+
+
+def _log_beside(record) -> object:
+    from pathlib import Path
+
+    if record is None:
+        return Path("tuiapp-server.log")
+    name = record.name
+    for suffix in (".gz", ".jsonl", ".json"):
+        name = name.removesuffix(suffix)
+    return record.with_name(name + ".server.log")
+
+
+def _single_trial(argv: list[str], args: argparse.Namespace):
+    from pathlib import Path
+
+    from tuiapp.cli import UsageError
+    from tuiapp.server.preflight import split_command
+    from tuiapp.trials.flags import parse_tokens
+    from tuiapp.trials.plan import BenchSpec, TimeoutSpec, TrialConfig
+
+    command, flag_tokens = split_command(argv)
+    try:
+        flags = parse_tokens(flag_tokens)
+    except ValueError as exc:
+        raise UsageError(f"server command: {exc}") from None
+    for name in ("runs", "concurrency", "requests_per_run", "max_new_tokens", "warmup"):
+        value = getattr(args, name)
+        if value is not None and value < (0 if name == "warmup" else 1):
+            raise UsageError(f"--{name.replace('_', '-')} must be {'>= 0' if name == 'warmup' else '>= 1'}")
+    if args.prompts and not Path(args.prompts).is_file():
+        raise UsageError(f"--prompts {args.prompts}: no such file")
+    bench = BenchSpec(runs=args.runs, prompts=args.requests_per_run or args.concurrency,
+                      concurrency=args.concurrency, max_tokens=args.max_new_tokens, warmup=args.warmup,
+                      api=args.api, workload=args.prompts or "reference")
+    return TrialConfig(name=args.name, command=tuple(command), flags=flags, env={}, bench=bench,
+                       timeouts=TimeoutSpec(ready_s=args.ready_timeout, run_s=None), is_baseline=True)
+
+
+def run_single_trial(trial, args: argparse.Namespace, *, record_path, log_path, preflight: bool) -> int:
+    from tuiapp.session import run as run_session
+    from tuiapp.trials.ledger import Ledger
+    from tuiapp.trials.plan import Plan
+    from tuiapp.trials.runner import RunnerOptions
+    from tuiapp.trials.session import build_trials_session
+
+    plan = Plan(path=log_path, name=trial.name, description="", baseline=trial, trials=[])
+    options = RunnerOptions(telemetry=args.telemetry, log_file=log_path, preflight=preflight)
+    ledger = Ledger()
+    session, _runner = build_trials_session(plan, [trial], ledger, options, title=trial.name,
+                                            record_path=record_path)
+    session.header["mode"] = "launch"
+    code = run_session(session, headless=args.headless, theme=args.theme)
+    print(f"server log: {log_path}")
+    return code
