@@ -64,3 +64,14 @@ def test_wrong_key_and_bad_input(server_url, tmp_path):
     assert r.stderr.strip().count("\n") == 0
     r = attach(server_url, "--concurrency", "0", "--headless")
     assert r.returncode == 2 and "concurrency" in r.stderr
+
+
+def test_headless_attach_never_imports_textual(server_url):
+    code = (
+        "import sys; from tuiapp.cli import main; "
+        f"rc = main(['attach', '{server_url}', '--api-key', '{KEY}', '--headless', '--runs', '1', "
+        "'--max-new-tokens', '8', '--telemetry', 'off']); "
+        "print('TEXTUAL' if any(m == 'textual' or m.startswith('textual.') for m in sys.modules) else 'CLEAN', rc)"
+    )
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert r.stdout.strip().splitlines()[-1] == "CLEAN 0", r.stdout + r.stderr
