@@ -17,7 +17,7 @@ from collections import deque
 from collections.abc import Callable
 
 from tuiapp.sim import textgen
-from tuiapp.sim.model import Plan
+from tuiapp.sim.model import IDLE_BYTES_PER_S, Plan
 
 TTFT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
 E2E_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
@@ -221,8 +221,6 @@ class Scheduler:
         elif kind == "prefill":
             bps, util, power = 2e8, 100, 380.0
         else:
-            from tuiapp.sim.model import IDLE_BYTES_PER_S
-
             bps, util, power = IDLE_BYTES_PER_S, 0, 78.0
         for g in self.active_gpus:
             g.set_rates(now, bps, bps)

@@ -36,7 +36,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 MIB = 1 << 20
 GIB = 1 << 30
@@ -146,8 +146,7 @@ class Plan:
     kv_tokens: int
     max_running_requests: int
     chunked_prefill_size: int
-    failure: str | None  # None = serves; else a failures.FAILURES key
-    notes: list[str] = field(default_factory=list)
+    failure: str | None  # None = serves; else the name of the modelled failure (server.py)
 
     @property
     def world_size(self) -> int:

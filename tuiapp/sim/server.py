@@ -16,6 +16,7 @@ import signal
 import socket
 import sys
 import time
+import traceback
 
 from tuiapp.sim import failures, model
 from tuiapp.sim.api import Api
@@ -361,6 +362,13 @@ class SimServer:
         await self.pause(0.1)
         self.die(serving=True)
 
+    def _scheduler_died(self, task: asyncio.Task) -> None:
+        if task.cancelled() or task.exception() is None:
+            return
+        text = "".join(traceback.format_exception(task.exception()))
+        self.log.emit("Scheduler hit an exception: " + text.rstrip("\n"), self.ranks[0])
+        self.die(serving=self.ready)
+
     # ------------------------------------------------------------ main
     async def main(self) -> int:
         loop = asyncio.get_running_loop()
@@ -373,9 +381,13 @@ class SimServer:
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
         sched_task = loop.create_task(self.scheduler.run())
+        sched_task.add_done_callback(self._scheduler_died)
         startup = loop.create_task(self.startup())
         await asyncio.wait([startup, stop], return_when=asyncio.FIRST_COMPLETED)
-        if startup.done() and startup.exception() is None:
+        if startup.done() and startup.exception() is not None:  # a simulator bug, not a modelled failure
+            traceback.print_exception(startup.exception())
+            return 1
+        if startup.done():
             self.arm_faults()
             await stop
         self.log.uvicorn("Shutting down")
