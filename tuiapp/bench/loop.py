@@ -212,7 +212,7 @@ class BenchLoop:
             for task in tasks:
                 task.cancel()
         # A pause inside a run is not run time: in-flight requests finished, nothing new started.
-        wall_s = time.perf_counter() - t_start - (self._paused_s() - paused_before_s)
+        wall_s = max(time.perf_counter() - t_start - (self._paused_s() - paused_before_s), 1e-9)
         if generation != self._generation or self._stop.is_set() and len(done) < k:
             return None  # a restarted or stopped run is not a run
         self._run_index += 1
@@ -278,6 +278,7 @@ class BenchLoop:
         if not self._server_ok.is_set():
             return
         self._server_ok.clear()
+        since = time.perf_counter()
         previous = self.state
         self._set_state("waiting_server", f"server unreachable ({why}); retrying")
         try:
@@ -294,6 +295,9 @@ class BenchLoop:
                     break
             self._set_state(previous if previous != "waiting_server" else "running", "server is back")
         finally:
+            # Like a pause, an outage is not run time (the run's failed requests say it happened).
+            if self._paused_since is None:  # a pause during the outage already counts
+                self._paused_total_s += time.perf_counter() - since
             self._server_ok.set()
 
     async def _probe(self, client: httpx.AsyncClient) -> bool:
