@@ -228,6 +228,7 @@ class PlanRunner:
             if not await server.wait_ready():
                 # an exited server's output is all in by now (the launcher drains it first)
                 return "stopped" if self._user_stopped else "not_ready"
+            await _publish_server_info(observe, url, api_key)
             state("warming_up")
             bench = BenchLoop(observe, url, bench_settings(cfg), api_key=api_key, trial=cfg.name)
             self.bench = bench
@@ -323,6 +324,16 @@ def bench_settings(cfg: TrialConfig):
     return BenchSettings(api=b.api, workload=b.workload, max_new_tokens=b.max_tokens,
                          concurrency=b.concurrency, requests_per_run=b.prompts, runs=b.runs,
                          warmup_requests=b.warmup, model=None)
+
+
+async def _publish_server_info(publish, url: str, api_key: str | None) -> None:
+    """Model, version and speculative config for the header; an old server may lack them."""
+    from tuiapp.server.info import ServerUnreachable, fetch_server_info
+
+    try:
+        publish(await fetch_server_info(url, api_key=api_key))
+    except (ServerUnreachable, ValueError) as exc:
+        publish(Note(level="warning", text=f"server info unavailable: {exc}", source="trials"))
 
 
 def is_sim_command(server) -> bool:
