@@ -15,6 +15,20 @@ from collections.abc import AsyncIterator
 from tuiapp.events import _Event
 
 
+def set_from_any_thread(loop: asyncio.AbstractEventLoop | None, event: asyncio.Event | None) -> None:
+    """Set an asyncio.Event owned by ``loop`` from whatever thread we are on."""
+    if loop is None or event is None or loop.is_closed():
+        return
+    try:
+        running = asyncio.get_running_loop()
+    except RuntimeError:
+        running = None
+    if running is loop:
+        event.set()
+    else:
+        loop.call_soon_threadsafe(event.set)
+
+
 class Subscription:
     """One sink's bounded queue. Iterate it with ``async for``, or drain it synchronously."""
 
@@ -38,17 +52,7 @@ class Subscription:
         self._wake()
 
     def _wake(self) -> None:
-        loop, wakeup = self._loop, self._wakeup
-        if loop is None or wakeup is None or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            wakeup.set()
-        else:
-            loop.call_soon_threadsafe(wakeup.set)
+        set_from_any_thread(self._loop, self._wakeup)
 
     def drain(self) -> list[_Event]:
         """Everything queued now, oldest first."""

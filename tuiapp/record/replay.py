@@ -22,6 +22,7 @@ from bisect import bisect_left, bisect_right
 from pathlib import Path
 from typing import Any
 
+from tuiapp.bus import set_from_any_thread
 from tuiapp.events import ReplaySeek
 from tuiapp.record.reading import (
     DENSE_KINDS,
@@ -165,17 +166,7 @@ class ReplaySource:
         self._poke()
 
     def _poke(self) -> None:
-        loop, wake = self._loop, self._wake
-        if loop is None or wake is None or loop.is_closed():
-            return
-        try:
-            running = asyncio.get_running_loop()
-        except RuntimeError:
-            running = None
-        if running is loop:
-            wake.set()
-        else:
-            loop.call_soon_threadsafe(wake.set)
+        set_from_any_thread(self._loop, self._wake)
 
     # ------------------------------------------------------------ the source
 
