@@ -1,9 +1,8 @@
 """Benchmark: how fast the launcher drains a flooding server (8 ranks logging in bursts).
 
-Run: .venv/bin/python tests/data/server/bench_output.py [LINES]
+Run: .venv/bin/python benchmarks/server_output.py [LINES]
 Prints, for both delivery modes, when the fake server finished writing (it would stall
 if the pipe filled) and when every line had reached ``on_output`` (redacted, also logged).
-Lives here rather than in benchmarks/ only because of file ownership; move it freely.
 """
 
 import asyncio
@@ -15,7 +14,7 @@ from pathlib import Path
 from tuiapp.server.launcher import ServerProcess
 from tuiapp.server.ports import free_port
 
-FAKE = str(Path(__file__).parent / "fake_server.py")
+FAKE = str(Path(__file__).resolve().parent.parent / "tests" / "data" / "server" / "fake_server.py")
 
 
 async def run(lines: int, in_loop: bool, tmp: Path) -> None:
