@@ -71,6 +71,7 @@ class Printer:
         self.first_t_s: float | None = None
         self.last_t_s: float | None = None
         self.runs: list[RunDone] = []
+        self._pending_updates: dict[int, Alert] = {}
         self.alerts: dict[int, Alert] = {}  # by alert_id; id 0 (unset) gets a fresh key
         self.requests = 0
         self.request_errors = 0
@@ -88,6 +89,16 @@ class Printer:
             self.handle(event)
 
     def _print(self, t_s: float, tag: str, text: str) -> None:
+        self._flush_updates()
+        self._write(t_s, tag, text)
+
+    def _flush_updates(self) -> None:
+        # 8 ranks joining one incident within a second make one "update" line, not 7
+        pending, self._pending_updates = self._pending_updates, {}
+        for ev in pending.values():
+            self._print_alert(ev, "update")
+
+    def _write(self, t_s: float, tag: str, text: str) -> None:
         if self.stream_error is not None:
             return
         try:
@@ -165,17 +176,20 @@ class Printer:
             previous = self.alerts.get(ev.alert_id)
             self.alerts[ev.alert_id] = ev
             if previous is not None:
-                if set(ev.ranks) == set(previous.ranks):
-                    return  # nothing new for a reader of the log
-                tag = "update"
+                if set(ev.ranks) != set(previous.ranks):
+                    self._pending_updates[ev.alert_id] = ev  # printed before the next line
+                return
             else:
                 tag = "new"
         else:
             self._anon_alerts += 1
             self.alerts[-self._anon_alerts] = ev
             tag = "new"
+        self._print_alert(ev, tag)
+
+    def _print_alert(self, ev: Alert, tag: str) -> None:
         line = f" line={ev.first_line}" if ev.first_line is not None else ""
-        self._print(
+        (self._write if tag == "update" else self._print)(
             ev.t_s, "ALERT",
             f"{ev.alert_kind} {ev.severity} {tag} ranks={_ranks(ev.ranks)}{line} source={ev.source}: {ev.message}",
         )
@@ -214,6 +228,7 @@ class Printer:
     # ------------------------------------------------------------ summary
 
     def summary(self, interrupted: bool = False) -> str:
+        self._flush_updates()
         span = (self.last_t_s - self.first_t_s) if self.first_t_s is not None and self.last_t_s is not None else 0.0
         kinds = Counter(a.alert_kind for a in self.alerts.values())
         kinds_text = ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items()))

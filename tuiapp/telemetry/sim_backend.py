@@ -47,12 +47,14 @@ class SimBackend(Backend):
         reachable = data is not None
         if reachable != self._reachable:
             # open_backend's note already said where the GPUs come from: speak on changes
-            if reachable and self._reachable is not None:
+            # after first contact (a server still starting is not news)
+            if reachable and self._reachable is False:
                 out.append(Note(text=f"simulated GPUs: {self.url} reachable again", source="sim"))
-            elif not reachable:
+            elif not reachable and self._reachable:
                 out.append(Note(level="warning", source="sim",
                                 text=f"simulated GPUs: {self.url} unreachable; showing them idle"))
-            self._reachable = reachable
+            if reachable or self._reachable:
+                self._reachable = reachable
         if data is None:
             self._prev.clear()  # a restarted simulator starts its counters again
             out.extend(self._idle(i) for i in self._indices())
