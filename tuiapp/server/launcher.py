@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ctypes
 import fcntl
 import functools
 import os
 import shlex
 import shutil
 import signal
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -140,6 +142,7 @@ class ServerProcess:
                 stderr=asyncio.subprocess.STDOUT,
                 env=env,
                 start_new_session=True,  # own group: one killpg reaches every rank; no terminal SIGINT
+                preexec_fn=_term_when_parent_dies,
             )
         except OSError as exc:
             os.close(read_fd)
@@ -343,6 +346,17 @@ class ServerProcess:
     def output_errors(self) -> int:
         """How often ``on_output`` raised (the output kept flowing to the log file)."""
         return self._loop_output_errors + (self._pump.output_errors if self._pump is not None else 0)
+
+
+_PR_SET_PDEATHSIG = 1
+_LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+def _term_when_parent_dies() -> None:
+    """In the child before exec: SIGTERM when tuiapp dies, even by SIGKILL, so a killed
+    monitor never leaves a server holding 8 GPUs (SGLang's own ranks follow their parent)."""
+    if _LIBC is not None:
+        _LIBC.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def _call_soon(loop: asyncio.AbstractEventLoop, callback: Callable[..., None], *args: object) -> None:
