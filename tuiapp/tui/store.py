@@ -228,6 +228,14 @@ class DashboardStore:
         self._bump("alerts", "trials")
 
     def _on_TrialState(self, ev: TrialState) -> None:
+        if ev.name != self.current_trial:
+            # A new trial: its "now" figures start empty (a gap in every series), so the
+            # previous trial's acceptance is never read as this one's.
+            for series in (self.request_tok_s, self.server_tok_s, self.accept_length,
+                           self.accept_rate, self.ttft_s, self.itl_s):
+                series.append(None)
+            self.server_has_acceptance = False
+            self._bump("throughput", "acceptance", "latency")
         row = self.trials.setdefault(ev.name, TrialRow(ev.name))
         row.index, row.total, row.phase, row.message = ev.index, ev.total, ev.phase, ev.message
         self.current_trial = ev.name
