@@ -176,7 +176,7 @@ class Printer:
             previous = self.alerts.get(ev.alert_id)
             self.alerts[ev.alert_id] = ev
             if previous is not None:
-                if set(ev.ranks) != set(previous.ranks):
+                if (set(ev.ranks), ev.severity, ev.message) != (set(previous.ranks), previous.severity, previous.message):
                     self._pending_updates[ev.alert_id] = ev  # printed before the next line
                 return
             else:

@@ -235,6 +235,7 @@ class DashboardStore:
                            self.accept_rate, self.ttft_s, self.itl_s):
                 series.append(None)
             self.server_has_acceptance = False
+            self.last_request, self.last_run, self.trial_runs = None, None, []
             self._bump("throughput", "acceptance", "latency")
         row = self.trials.setdefault(ev.name, TrialRow(ev.name))
         row.index, row.total, row.phase, row.message = ev.index, ev.total, ev.phase, ev.message
