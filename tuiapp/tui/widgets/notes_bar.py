@@ -26,7 +26,7 @@ class NotesBar(Panel):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("note ", self.tone("label"))
         text.append(f"{fmt.clock(self.store.rel_s(note.t_s))} ", self.tone("muted"))
-        if note.source:
+        if note.source and not note.text.startswith(f"{note.source}:"):
             text.append(f"{note.source}: ", self.tone("label"))
         text.append(note.text, self.tone(_TONE[note.level]))
         if len(notes) > 1:
