@@ -108,27 +108,14 @@ class AttachControls:
 
 
 def _telemetry_sources(args: argparse.Namespace, url: str, done: Any) -> list[Any]:
-    """GPU and host samplers if tuiapp.telemetry is available; each ends when ``done`` is set."""
+    """GPU and host samplers; each ends when ``done`` is set."""
     kind = args.telemetry
     if kind == "off" or (kind == "auto" and not _is_local(url) and not args.dcgm):
         return []
-    try:
-        from tuiapp.telemetry import open_backend, run_gpu_sampler, run_host_sampler
-    except ImportError:
-        return []
+    from tuiapp.telemetry import run_host_sampler, run_telemetry
 
     async def gpu_source(bus: Any) -> None:
-        from tuiapp.events import Note
-
-        try:
-            backend, note = open_backend(
-                "nvml" if kind == "nvml" else kind, sim_url=url, dcgm_urls=args.dcgm
-            )
-        except Exception as exc:  # noqa: BLE001 - no driver, no GPU: say so, keep benchmarking
-            backend, note = None, f"telemetry off: {exc}"
-        bus.publish(Note(level="info" if backend else "warning", text=note, source="telemetry"))
-        if backend is not None:
-            await run_gpu_sampler(bus.publish, backend, stop=done)
+        await run_telemetry(bus.publish, kind, sim_url=url, dcgm_urls=args.dcgm, stop=done)
 
     async def host_source(bus: Any) -> None:
         await run_host_sampler(bus.publish, stop=done)

@@ -17,7 +17,7 @@ from tuiapp.telemetry.host import run_host_sampler
 from tuiapp.telemetry.sampler import run_gpu_sampler, take_snapshot
 
 __all__ = ["Backend", "MultiBackend", "open_backend", "open_nvml", "run_gpu_sampler",
-           "run_host_sampler", "take_snapshot"]
+           "run_host_sampler", "run_telemetry", "take_snapshot"]
 
 KINDS = ("auto", "nvml", "sim", "dcgm")
 
@@ -81,3 +81,23 @@ def open_backend(kind: str = "auto", *, sim_url: str | None = None, n_sim_gpus: 
     if nvml is None:
         return dcgm, f"{note}; dcgm-exporter at {', '.join(dcgm.urls)}"
     return MultiBackend([nvml, dcgm]), f"{note}; plus dcgm-exporter at {', '.join(dcgm.urls)}"
+
+
+async def run_telemetry(publish, kind: str = "auto", *, sim_url: str | None = None,
+                        dcgm_urls: list[str] | None = None, interval_s: float = 1.0,
+                        stop=None) -> None:
+    """A session source: open the backend ``kind`` names (off the event loop: NVML start-up
+    blocks), say in one Note what telemetry there is, then sample until stopped."""
+    import asyncio
+
+    from tuiapp.events import Note
+
+    if kind == "off":
+        return
+    try:
+        backend, note = await asyncio.to_thread(open_backend, kind, sim_url=sim_url, dcgm_urls=dcgm_urls)
+    except Exception as exc:  # noqa: BLE001 - no driver or a bad source: say so, run the rest
+        backend, note = None, f"telemetry off: {exc}"
+    if note:
+        publish(Note(level="info" if backend else "warning", text=note, source="telemetry"))
+    await run_gpu_sampler(publish, backend, interval_s=interval_s, stop=stop)

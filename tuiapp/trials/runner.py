@@ -268,18 +268,12 @@ class PlanRunner:
         return self.options.gpu_interval_s / (4.0 if self.options.sim_speed else 1.0)
 
     async def _gpu_sampler(self, observe, url: str) -> None:
-        kind = self.options.telemetry
-        if kind == "off":
-            return
-        from tuiapp.telemetry import open_backend, run_gpu_sampler
+        from tuiapp.telemetry import run_telemetry
 
+        kind = self.options.telemetry
         if kind == "auto" and (self.options.sim_speed is not None or is_sim_command(self.server)):
             kind = "sim"
-        backend, note = await asyncio.to_thread(open_backend, kind, sim_url=url)
-        if note:
-            observe(Note(level="info" if backend else "warning", text=note, source="telemetry"))
-        if backend is not None:
-            await run_gpu_sampler(observe, backend, interval_s=self._gpu_interval_s())
+        await run_telemetry(observe, kind, sim_url=url, interval_s=self._gpu_interval_s())
 
     def _fill(self, row: LedgerRow, collector: TrialCollector, outcome: str) -> None:
         row.startup_s = self.startup_s
