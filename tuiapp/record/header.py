@@ -9,42 +9,10 @@ from collections.abc import Iterable
 from typing import Any
 
 from tuiapp import __version__
+from tuiapp.server.redact import redact_argv
 
 FORMAT = "tuiapp-recording"
 VERSION = 1
-
-_MASK = "***"
-
-
-def _redact_argv(argv: list[str]) -> list[str]:
-    try:
-        from tuiapp.server.redact import redact_argv
-    except ImportError:  # pragma: no cover - the server package ships it; kept as a floor
-        return _mask_argv(argv)
-    return redact_argv(argv)
-
-
-def _mask_argv(argv: list[str]) -> list[str]:
-    """Fallback masking: the value of any --flag whose name mentions a secret."""
-    out: list[str] = []
-    mask_next = False
-    for token in argv:
-        if mask_next and not token.startswith("-"):
-            out.append(_MASK)
-            mask_next = False
-            continue
-        mask_next = False
-        name, eq, _ = token.partition("=")
-        secret = name.startswith("--") and any(
-            w in name.lower() for w in ("key", "token", "secret", "password")
-        )
-        if secret and eq:
-            out.append(f"{name}={_MASK}")
-        else:
-            out.append(token)
-            mask_next = secret
-    return out
-
 
 def build_header(extras: dict[str, Any] | None = None, *, start_t_s: float | None = None) -> dict[str, Any]:
     """Header dict: fixed keys first, then the session's extras (``gpus``, ``sglang_version``,
@@ -62,7 +30,7 @@ def build_header(extras: dict[str, Any] | None = None, *, start_t_s: float | Non
     for key, value in (extras or {}).items():
         if key not in ("format", "version"):
             header[key] = value
-    header["argv"] = _redact_argv([str(a) for a in header.get("argv") or []])
+    header["argv"] = redact_argv([str(a) for a in header.get("argv") or []])
     return header
 
 
