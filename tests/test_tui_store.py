@@ -30,6 +30,13 @@ def test_alert_with_same_id_replaces_the_earlier_one_and_ranks_grow():
     assert alerts[1].ranks == [3, 5]
 
 
+
+def test_alerts_without_an_id_are_each_their_own_incident():
+    store = DashboardStore()
+    store.apply(Alert(t_s=10, alert_kind="xid", source="nvml", message="GPU 2: Xid 79"))
+    store.apply(Alert(t_s=11, alert_kind="xid", source="nvml", message="GPU 5: Xid 79"))
+    assert [a.message for a in store.alerts_newest_first] == ["GPU 5: Xid 79", "GPU 2: Xid 79"]
+
 def test_uptime_and_relative_times_come_from_event_time_not_the_clock():
     store = DashboardStore()
     store.apply(LogLine(t_s=1000.0, line_no=1, text="starting"))

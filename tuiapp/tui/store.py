@@ -215,7 +215,8 @@ class DashboardStore:
         self._bump("gpus")
 
     def _on_Alert(self, ev: Alert) -> None:
-        key = (ev.source, ev.alert_kind, ev.alert_id)
+        # alert_id 0 is unset (NVML's Xid and lost-GPU alerts): each is an incident of its own
+        key = (ev.source, ev.alert_kind, ev.alert_id or -len(self.alert_order) - 1)
         earlier = self.alerts.get(key)
         if earlier is not None:
             ranks = sorted(set(earlier.ranks) | set(ev.ranks))
