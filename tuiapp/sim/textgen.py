@@ -32,10 +32,6 @@ def token_ids(text: str) -> list[int]:
     return [zlib.crc32(t.encode()) % VOCAB_SIZE for t in _TOKEN_RE.findall(text)]
 
 
-def count_tokens(text: str) -> int:
-    return len(_TOKEN_RE.findall(text))
-
-
 def start_state(prompt_ids: list[int], salt: int = 0) -> int:
     h = zlib.crc32(repr(prompt_ids[:64]).encode()) ^ (salt * 0x9E3779B1)
     return h % len(WORDS)
