@@ -19,7 +19,9 @@ class TrialCollector:
     def __init__(self, gpu_interval_s: float = 1.0) -> None:
         self.gpu_interval_s = gpu_interval_s
         self.bench_started_s: float | None = None
-        self.alerts: dict[int, Alert] = {}  # alert_id -> latest update (more ranks joined)
+        # alert_id -> latest update (more ranks joined); id 0 (unset: NVML's Xid and lost-GPU
+        # alerts) gets a fresh negative key, since each such alert is an incident of its own
+        self.alerts: dict[int, Alert] = {}
         self._order: list[int] = []
         self.runs: list[RunDone] = []
         self.summary: BenchSummary | None = None
@@ -42,9 +44,10 @@ class TrialCollector:
     def observe(self, event: _Event) -> None:
         if isinstance(event, Alert):
             if event.severity == "error":
-                if event.alert_id not in self.alerts:
-                    self._order.append(event.alert_id)
-                self.alerts[event.alert_id] = event
+                key = event.alert_id or -len(self._order) - 1
+                if key not in self.alerts:
+                    self._order.append(key)
+                self.alerts[key] = event
         elif isinstance(event, RunDone):
             self.runs.append(event)
         elif isinstance(event, BenchSummary):
@@ -68,16 +71,16 @@ class TrialCollector:
 
     def first_alert(self) -> Alert | None:
         """The root cause: the earliest specific alert in the log, else the earliest alert."""
-        alerts = [self.alerts[i] for i in self._order]
+        alerts = [(self.alerts[key], seen) for seen, key in enumerate(self._order)]
         if not alerts:
             return None
 
-        def position(alert: Alert) -> tuple[float, int]:
-            line = alert.first_line if alert.first_line is not None else float("inf")
-            return (line, self._order.index(alert.alert_id))
+        def position(item: tuple[Alert, int]) -> tuple[float, int]:
+            alert, seen = item
+            return (alert.first_line if alert.first_line is not None else float("inf"), seen)
 
-        specific = [a for a in alerts if a.alert_kind not in _GENERIC]
-        return min(specific or alerts, key=position)
+        specific = [item for item in alerts if item[0].alert_kind not in _GENERIC]
+        return min(specific or alerts, key=position)[0]
 
     def run_tok_s(self) -> list[float]:
         return [r.decode_tok_s for r in self.runs if r.decode_tok_s is not None and r.errors < r.requests]
