@@ -43,11 +43,11 @@ def _headless(args: argparse.Namespace) -> int:
     import sys
     import time
 
-    from tuiapp.record.printer import Printer
+    from tuiapp.record.printer import NullStream, Printer
     from tuiapp.record.reading import RecordingIndex
 
     index = RecordingIndex(args.file)
-    printer = Printer(_Discard() if args.summary else sys.stdout)
+    printer = Printer(NullStream() if args.summary else sys.stdout)
     stop: list[int] = []
     if args.follow:
         # Ctrl-C or a TERM ends following with the summary, as a live job would.
@@ -87,11 +87,3 @@ def _tui(args: argparse.Namespace) -> int:
         return session_mod.run(session, headless=False, theme=args.theme)
     finally:
         replay.close()
-
-
-class _Discard:
-    def write(self, _text: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        pass

@@ -61,6 +61,16 @@ def run_line(ev: RunDone) -> str:
     )
 
 
+class NullStream:
+    """A stream that drops what it is given: a Printer kept only for its summary."""
+
+    def write(self, _text: str) -> int:
+        return 0
+
+    def flush(self) -> None:
+        pass
+
+
 class Printer:
     """Sink: ``await run(sub)`` prints as events come; ``handle(event)`` for synchronous feeding."""
 

@@ -24,7 +24,7 @@ from tuiapp.events import (
 )
 from tuiapp.record.findings import findings, per_trial_section, trial_facts
 from tuiapp.record.markdown import GIB, hms, num, table
-from tuiapp.record.printer import Printer
+from tuiapp.record.printer import NullStream, Printer
 from tuiapp.record.reading import Recording
 from tuiapp.record.svg import Band, Series, line_chart
 
@@ -181,7 +181,7 @@ def _ledger_rows(results: list[TrialResult]) -> list[list[str]]:
 
 def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str, dict[str, str]]:
     """(markdown, {file name: svg}); ``chart_name(suffix)`` names each chart file."""
-    printer = Printer(_NullStream())
+    printer = Printer(NullStream())
     for ev in rec.events:
         printer.handle(ev)
     header = rec.header
@@ -280,11 +280,3 @@ def write_report(rec: Recording, out: Path) -> list[Path]:
         written.append(path)
     out.write_text(markdown, encoding="utf-8")
     return [out, *written]
-
-
-class _NullStream:
-    def write(self, _text: str) -> int:
-        return 0
-
-    def flush(self) -> None:
-        pass
