@@ -34,10 +34,6 @@ _BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
 NAN_ALERT_ID = 4_000_001  # fixed: the bench's one numerical-fault alert
 
 
-class _Restart(Exception):
-    """Raised inside a run when restart() was asked for."""
-
-
 class BenchLoop:
     def __init__(
         self,
@@ -135,7 +131,6 @@ class BenchLoop:
         s = self.settings
         self._url = self.base_url + PATHS[s.api]
         async with make_client(s.timeouts, api_key=self._api_key, concurrency=s.concurrency) as client:
-            self._client = client
             try:
                 await self._prepare(client)
                 while not self._stop.is_set():
