@@ -78,6 +78,14 @@ def test_generate_rejects_unknown_sampling_key(sim):
     assert r.json()["error"].startswith("unknown field `bogus`, expected one of `max_new_tokens`")
 
 
+def test_generate_rejects_a_batch_it_cannot_answer(sim):
+    # an empty batch, or fewer sampling_params than prompts, used to leave the reply waiting forever
+    for body in ({"text": []}, {"text": ["a", "b"], "sampling_params": [{"max_new_tokens": 2}]}):
+        r = httpx.post(sim.url + "/generate", json=body, timeout=5)
+        assert r.status_code == 400
+        assert "sampling_params" in r.json()["error"]["message"]
+
+
 def test_eos_stops_early_without_ignore_eos(sim):
     out = httpx.post(sim.url + "/generate", json={"text": "stop me", "sampling_params": {"max_new_tokens": 2000}}, timeout=30).json()
     meta = out["meta_info"]

@@ -238,6 +238,9 @@ class Api:
             prompts = [textgen.token_ids(t) for t in (texts if isinstance(texts, list) else [texts])]
         batch = isinstance(texts, list) or (ids is not None and bool(ids) and isinstance(ids[0], list))
         sps = sp_list if isinstance(sp_list, list) else [sp_list] * len(prompts)
+        if not prompts or len(sps) != len(prompts):
+            # the reply waits for every prompt to finish: a prompt without a request never would
+            raise BadRequest(f"{len(prompts)} prompts with {len(sps)} sampling_params")
         for sp in sps:
             if not isinstance(sp, dict):
                 raise BadRequest("sampling_params must be an object")
