@@ -75,3 +75,15 @@ def test_headless_attach_never_imports_textual(server_url):
     )
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert r.stdout.strip().splitlines()[-1] == "CLEAN 0", r.stdout + r.stderr
+
+
+@pytest.mark.parametrize("args, words", [
+    (["http://host:badport"], "bad URL"),
+    (["http:///models"], "no host"),
+    (["http://127.0.0.1:1", "--metrics-interval", "0"], "--metrics-interval"),
+    (["http://127.0.0.1:1", "--summary", "/no/such/dir/s.json"], "--summary"),
+])
+def test_bad_input_is_one_line_usage_error(args, words):
+    r = attach(*args, "--headless", "--runs", "1")
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert r.stderr.strip().count("\n") == 0

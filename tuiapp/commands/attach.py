@@ -75,6 +75,24 @@ def _settings(args: argparse.Namespace) -> Any:
         raise UsageError(f"{where}: {err['msg']}") from None
 
 
+def _check_url(raw: str) -> str:
+    """The base URL without a trailing slash, or a one-line UsageError."""
+    import httpx
+
+    from tuiapp.cli import UsageError
+
+    url = raw.rstrip("/")
+    if not url.startswith(("http://", "https://")):
+        raise UsageError(f"URL must start with http:// or https:// (got {raw!r})")
+    try:
+        host = httpx.URL(url).host
+    except httpx.InvalidURL as exc:
+        raise UsageError(f"bad URL {raw!r}: {exc}") from None
+    if not host:
+        raise UsageError(f"URL has no host (got {raw!r})")
+    return url
+
+
 def _is_local(url: str) -> bool:
     import socket
     from urllib.parse import urlsplit
@@ -138,9 +156,12 @@ def run(args: argparse.Namespace) -> int:
     from tuiapp.session import Session
     from tuiapp.session import run as run_session
 
-    url = args.url.rstrip("/")
-    if not url.startswith(("http://", "https://")):
-        raise UsageError(f"URL must start with http:// or https:// (got {args.url!r})")
+    url = _check_url(args.url)
+    if args.metrics_interval <= 0:
+        raise UsageError("--metrics-interval must be positive")
+    if args.summary and not Path(args.summary).parent.is_dir():
+        # checked now: finding out after the whole benchmark would lose its results
+        raise UsageError(f"--summary: no directory {str(Path(args.summary).parent)!r}")
     settings = _settings(args)
     try:
         info = asyncio.run(fetch_server_info(url, api_key=args.api_key, timeout_s=args.connect_timeout + 5))
@@ -188,6 +209,10 @@ def run(args: argparse.Namespace) -> int:
 
     code = run_session(session, headless=args.headless, theme=args.theme)
     if args.summary:
-        Path(args.summary).write_text(json.dumps(loop.summary(), indent=2) + "\n")
+        try:
+            Path(args.summary).write_text(json.dumps(loop.summary(), indent=2) + "\n")
+        except OSError as exc:
+            print(f"tuiapp attach: error: cannot write {args.summary}: {exc.strerror}", file=sys.stderr)
+            return 1
     return code
 
