@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from tuiapp.events import ServerInfo
-from tuiapp.server.redact import MASK, is_secret_name
+from tuiapp.server.redact import redact_env
 
 
 class ServerUnreachable(Exception):
@@ -44,10 +44,6 @@ async def _get_json(client: httpx.AsyncClient, base_url: str, paths: tuple[str, 
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def redact_args(args: dict[str, Any]) -> dict[str, Any]:
-    return {k: (MASK if is_secret_name(k) and v not in (None, "", False) else v) for k, v in args.items()}
 
 
 async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeout_s: float = 5.0) -> ServerInfo:
@@ -82,5 +78,5 @@ async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeou
         speculative_num_steps=_int(server.get("speculative_num_steps")),
         speculative_eagle_topk=_int(server.get("speculative_eagle_topk")),
         speculative_num_draft_tokens=_int(server.get("speculative_num_draft_tokens")),
-        server_args=redact_args(args),
+        server_args=redact_env(args),
     )

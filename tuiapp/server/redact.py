@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from typing import Any
 
 MASK = "***"
 _SECRET_WORD = re.compile(r"(token|key|secret|password|passwd|credentials?)$", re.IGNORECASE)
@@ -54,8 +55,9 @@ def redact_argv(argv: list[str]) -> list[str]:
     return out
 
 
-def redact_env(env: Mapping[str, str]) -> dict[str, str]:
-    """A copy of ``env`` with the values of secret-named variables replaced by ``***``."""
+def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
+    """A copy of ``env`` (or any name -> value mapping, e.g. a server's resolved args) with
+    the values of secret-named entries replaced by ``***``; empty values stay as they are."""
     return {k: (MASK if is_secret_name(k) and v else v) for k, v in env.items()}
 
 
