@@ -11,7 +11,7 @@ from tuiapp.cli import main
 from tuiapp.trials.diff import config_diff, confound_warning, diff_dict, knobs
 from tuiapp.trials.isolate import isolate_trials
 from tuiapp.trials.plan import PlanError, load_plan
-from tuiapp.trials.plans import reference_plan_path
+from tuiapp.trials.plans import plan_path, reference_plan_path
 
 DATA = Path(__file__).parent / "data" / "trials"
 
@@ -145,3 +145,11 @@ def test_the_readme_example_plan_is_valid(tmp_path):
     plan = load_plan(example)
     assert [t.name for t in plan.all()] == ["baseline", "nccl-tree", "no-cap"]
     assert [c.key for c in config_diff(plan.baseline, plan.get("no-cap"))] == ["cuda-graph-max-bs"]
+
+
+def test_a_folder_named_like_a_shipped_plan_does_not_hide_it(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "campaign").mkdir()
+    assert plan_path("campaign") == reference_plan_path()
+    (tmp_path / "mine").write_text("")
+    assert plan_path("mine") == Path("mine")

@@ -16,9 +16,10 @@ def reference_plan_path() -> Path:
 
 
 def plan_path(name_or_path: str) -> Path:
-    """A file path as given; a bare name that is no file names a shipped plan."""
+    """A file path as given; a bare name that is no file names a shipped plan (a folder
+    called ``campaign`` where the user stands does not hide the reference plan)."""
     path = Path(name_or_path)
-    if path.exists() or path.suffix or "/" in name_or_path:
+    if path.is_file() or path.suffix or "/" in name_or_path:
         return path
     shipped_path = PLANS_DIR / f"{name_or_path}.toml"
     return shipped_path if shipped_path.exists() else path
