@@ -87,3 +87,21 @@ def test_bad_input_is_one_line_usage_error(args, words):
     r = attach(*args, "--headless", "--runs", "1")
     assert r.returncode == 2 and words in r.stderr, r.stderr
     assert r.stderr.strip().count("\n") == 0
+
+
+def test_telemetry_kind_shows_only_the_servers_gpus():
+    from argparse import Namespace
+
+    from tuiapp.cli import UsageError
+    from tuiapp.commands.attach import telemetry_kind
+
+    def kind(url, telemetry="auto", dcgm=None):
+        return telemetry_kind(Namespace(telemetry=telemetry, dcgm=dcgm), url)
+
+    assert kind("http://127.0.0.1:30000") == "auto"  # local NVML (plus exporters)
+    assert kind("http://10.0.0.7:30000") == "off"
+    # a remote server with exporters: its nodes' GPUs, not this machine's
+    assert kind("http://10.0.0.7:30000", dcgm=["10.0.0.7:9400"]) == "dcgm"
+    assert kind("http://10.0.0.7:30000", telemetry="sim") == "sim"
+    with pytest.raises(UsageError, match="--dcgm"):
+        kind("http://10.0.0.7:30000", telemetry="dcgm")

@@ -125,10 +125,20 @@ class AttachControls:
         self._publish(Note(level="warning", text="attached server: not ours to stop", source="attach"))
 
 
-def _telemetry_sources(args: argparse.Namespace, url: str, done: Any) -> list[Any]:
+def telemetry_kind(args: argparse.Namespace, url: str) -> str:
+    """The GPU source to open: this machine's GPUs only when they are the server's."""
+    from tuiapp.cli import UsageError
+
+    if args.telemetry == "dcgm" and not args.dcgm:
+        raise UsageError("--telemetry dcgm needs --dcgm URL")
+    if args.telemetry != "auto" or _is_local(url):
+        return args.telemetry
+    return "dcgm" if args.dcgm else "off"  # a remote server: its nodes' exporters, if given
+
+
+def _telemetry_sources(kind: str, args: argparse.Namespace, url: str, done: Any) -> list[Any]:
     """GPU and host samplers; each ends when ``done`` is set."""
-    kind = args.telemetry
-    if kind == "off" or (kind == "auto" and not _is_local(url) and not args.dcgm):
+    if kind == "off":
         return []
     from tuiapp.telemetry import run_host_sampler, run_telemetry
 
@@ -163,6 +173,7 @@ def run(args: argparse.Namespace) -> int:
         # checked now: finding out after the whole benchmark would lose its results
         raise UsageError(f"--summary: no directory {str(Path(args.summary).parent)!r}")
     settings = _settings(args)
+    telemetry = telemetry_kind(args, url)
     try:
         info = asyncio.run(fetch_server_info(url, api_key=args.api_key, timeout_s=args.connect_timeout + 5))
     except ServerUnreachable as exc:
@@ -205,7 +216,7 @@ def run(args: argparse.Namespace) -> int:
         )
 
     session.sources = [bench_source, metrics_source]
-    session.sources += _telemetry_sources(args, url, done)
+    session.sources += _telemetry_sources(telemetry, args, url, done)
 
     code = run_session(session, headless=args.headless, theme=args.theme)
     if args.summary:
