@@ -85,6 +85,8 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "warmup" else 1):
             raise UsageError(f"--{name.replace('_', '-')} must be {'>= 0' if name == 'warmup' else '>= 1'}")
+    if args.ready_timeout <= 0:
+        raise UsageError("--ready-timeout must be > 0")
     if args.prompts and not Path(args.prompts).is_file():
         raise UsageError(f"--prompts {args.prompts}: no such file")
     bench = BenchSpec(runs=args.runs, prompts=args.requests_per_run or args.concurrency,
