@@ -3,12 +3,14 @@
 import asyncio
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tuiapp.bench.metrics_poll import parse_metrics, parse_server_info, run_metrics_poller
 from tuiapp.bench.testserver import FakeSGLang
 from tuiapp.events import ServerStats
 from tuiapp.server.info import ServerUnreachable, fetch_server_info
+from tuiapp.sim.http import serve
 
 DATA = Path(__file__).parent / "data" / "bench"
 
@@ -91,3 +93,23 @@ async def test_fetch_server_info_errors():
     with pytest.raises(ServerUnreachable, match="HTTP 401"):
         await fetch_server_info(srv.url, api_key="wrong-key")
     await srv.stop()
+
+
+@pytest.mark.parametrize("bodies", [
+    # not SGLang, and an OpenAI-style list whose data is not a list
+    {"/v1/models": {"object": "list", "data": {"id": "m"}}},
+    # a PD router whose decode side is not an object; odd types in the args
+    {"/server_info": {"decode": ["x"], "model_path": ["a"], "speculative_algorithm": 5, "tp_size": "8"}},
+])
+async def test_fetch_server_info_odd_shapes_are_unknowns(bodies):
+    async def handler(req, conn):
+        body = bodies.get(req.path)
+        conn.respond(200 if body is not None else 404, orjson.dumps(body or {"detail": "Not Found"}))
+
+    server = await serve(handler, "127.0.0.1", 0)
+    port = server.sockets[0].getsockname()[1]
+    try:
+        info = await fetch_server_info(f"http://127.0.0.1:{port}", timeout_s=2)
+    finally:
+        server.close()
+    assert info.model_path is None and info.speculative_algorithm is None and info.tp_size is None

@@ -36,14 +36,19 @@ async def _get_json(client: httpx.AsyncClient, base_url: str, paths: tuple[str, 
         except ValueError:
             continue
         if isinstance(data, dict):
-            if isinstance(data.get("decode"), list) and data["decode"]:
-                data = data["decode"][0]  # PD-disaggregation router: describe the decode side
+            decode = data.get("decode")
+            if isinstance(decode, list) and decode and isinstance(decode[0], dict):
+                data = decode[0]  # PD-disaggregation router: describe the decode side
             return data
     return None
 
 
 def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _str(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeout_s: float = 5.0) -> ServerInfo:
@@ -59,8 +64,9 @@ async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeou
                 models = await _get_json(client, base_url, ("/v1/models",))
                 if models is None:
                     raise ServerUnreachable(f"{base_url} answers, but not as an SGLang or OpenAI-compatible server")
-                data = models.get("data") or [{}]
-                model = {"model_path": data[0].get("id") if isinstance(data[0], dict) else None}
+                data = models.get("data")
+                first = data[0] if isinstance(data, list) and data else None
+                model = {"model_path": first.get("id") if isinstance(first, dict) else None}
         except httpx.ConnectError:
             raise ServerUnreachable(f"cannot connect to {base_url}") from None
         except httpx.HTTPError as exc:
@@ -70,11 +76,11 @@ async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeou
     args = {k: v for k, v in server.items() if k not in ("internal_states", "version")}
     return ServerInfo(
         url=base_url,
-        model_path=model.get("model_path") or server.get("model_path"),
-        version=server.get("version") if isinstance(server.get("version"), str) else None,
+        model_path=_str(model.get("model_path")) or _str(server.get("model_path")),
+        version=_str(server.get("version")),
         tp_size=_int(server.get("tp_size")),
         ep_size=_int(server.get("ep_size")),
-        speculative_algorithm=server.get("speculative_algorithm"),
+        speculative_algorithm=_str(server.get("speculative_algorithm")),
         speculative_num_steps=_int(server.get("speculative_num_steps")),
         speculative_eagle_topk=_int(server.get("speculative_eagle_topk")),
         speculative_num_draft_tokens=_int(server.get("speculative_num_draft_tokens")),
