@@ -32,6 +32,14 @@ def test_parse_metrics_idle_spec_gauge_is_not_a_value():
     assert parse_metrics(text) == {"accept_length": None, "accept_rate": None}
 
 
+def test_parse_metrics_skips_non_finite_values():
+    text = ('sglang:num_running_reqs{tp_rank="0"} +Inf\n'
+            'sglang:num_queue_reqs{tp_rank="0"} NaN\n'
+            'sglang:gen_throughput{tp_rank="0"} NaN\n'
+            'sglang:token_usage{tp_rank="0"} 0.5\n')
+    assert parse_metrics(text) == {"token_usage": 0.5}
+
+
 def test_parse_server_info_internal_states():
     info = {"internal_states": [{"last_gen_throughput": 89.3, "avg_spec_accept_length": 2.4},
                                 {"last_gen_throughput": 10.0}]}

@@ -11,6 +11,7 @@ and other gauges averaged; the usage gauge takes the fullest group.
 from __future__ import annotations
 
 import asyncio
+import math
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -47,8 +48,8 @@ def parse_metrics(text: str) -> dict[str, Any]:
         if field is None:
             continue
         for sample in family.samples:
-            if sample.name != family.name:
-                continue  # _created, _total and similar companions
+            if sample.name != family.name or not math.isfinite(sample.value):
+                continue  # _created, _total and similar companions; NaN/Inf is no reading
             dp = sample.labels.get("dp_rank", "0")
             # Several TP ranks of one DP group report the same value: keep the first.
             per_dp[dp].setdefault(field, sample.value)
