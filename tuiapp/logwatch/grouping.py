@@ -41,7 +41,6 @@ class Incident:
     last_log_t: float | None
     last_wall_s: float
     ranks: list[int] = field(default_factory=list)
-    records: int = 1
 
     def to_alert(self) -> Alert:
         return Alert(
@@ -62,7 +61,6 @@ class AlertGrouper:
         self.window_s = window_s
         self.incidents: list[Incident] = []
         self._by_sig: dict[tuple[str, str], Incident] = {}
-        self.suppressed = 0  # consequence lines folded away
 
     @staticmethod
     def _near(inc: Incident, log_t: float | None, wall_s: float, window_s: float) -> bool:
@@ -87,8 +85,7 @@ class AlertGrouper:
                     if inc.kind == "crash":
                         self._join(inc, ranks, line_no, text, f, log_t, wall_s)
                         return inc
-                    self.suppressed += 1
-                    return None
+                    return None  # a consequence of that error: folded away
         if f.incomplete:
             # a traceback cut short (its lines went to another rank's record, or were
             # lost) is most likely the failure the other ranks printed at the same time
@@ -120,7 +117,6 @@ class AlertGrouper:
 
     def _join(self, inc: Incident, ranks: list[int], line_no: int, text: str, f: Finding,
               log_t: float | None, wall_s: float, continued: bool = False) -> None:
-        inc.records += 1
         changed = False
         if line_no < inc.first_line:  # a record finished late (a traceback cut short)
             inc.first_line = line_no

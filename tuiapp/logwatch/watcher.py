@@ -118,8 +118,6 @@ class LogWatcher:
         self._grouper = AlertGrouper(publish, group_window_s)
         self.ready = False
         self.decode_lines = 0
-        self.prefill_lines = 0
-        self.records = 0
         self._gen_by_dp: dict[int | None, float] = {}
         self._accept_by_dp: dict[int | None, float] = {}
         self._lock = threading.RLock()
@@ -386,8 +384,6 @@ class LogWatcher:
                     self._gen_by_dp[rec.dp] = fields["gen_throughput_tok_s"]
                 if "accept_length" in fields:
                     self._accept_by_dp[rec.dp] = fields["accept_length"]
-            else:
-                self.prefill_lines += 1
             # fields are typed by the parser; skip validation, it is a hot path
             self._publish(ServerStats.model_construct(t_s=time.time(), source=source, dp_rank=rec.dp, **fields))
         elif msg.startswith(READY_TEXT):
@@ -395,7 +391,6 @@ class LogWatcher:
             self._publish(ServerState(state="ready", message=msg.strip()))
 
     def _finish(self, rec: Record, keep_last: bool = True) -> None:
-        self.records += 1
         texts = rec.texts
         while len(texts) > 1 and not texts[-1].strip():
             texts.pop()
