@@ -127,6 +127,14 @@ def test_preflight_says_so_when_the_server_cannot_even_print_help():
     assert p.severity == "error" and "no-such-sglang" in p.message
 
 
+def test_preflight_reports_a_command_that_is_not_a_program(tmp_path):
+    script = tmp_path / "serve"  # executable, but no "#!" line: exec fails with ENOEXEC
+    script.write_text("echo hi\n")
+    script.chmod(0o755)
+    (p,) = preflight([str(script), "--tp", "8"])
+    assert p.severity == "error" and "cannot run the server command" in p.message and "format" in p.message
+
+
 def test_preflight_times_out_on_a_hanging_help(tmp_path):
     script = tmp_path / "hang.py"
     script.write_text("import time\ntime.sleep(30)\n")

@@ -280,9 +280,9 @@ def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
     shown = " ".join(command)
     try:
         code, out = run_help(command, timeout_s=timeout_s)
-    except (FileNotFoundError, PermissionError) as exc:
-        return [Problem("error", "", f"cannot run the server command {command[0]!r}: {exc.strerror}",
-                        "is SGLang installed in this environment?")]
+    except OSError as exc:  # not found, not executable, or not a program (ENOEXEC)
+        hint = "is SGLang installed in this environment?" if isinstance(exc, (FileNotFoundError, PermissionError)) else None
+        return [Problem("error", "", f"cannot run the server command {command[0]!r}: {exc.strerror or exc}", hint)]
     options = parse_help(out) if code == 0 else {}
     if code is None:
         return [Problem("error", "", f"`{shown} --help` did not finish within {timeout_s:g} s")]
