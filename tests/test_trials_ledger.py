@@ -7,6 +7,8 @@ import io
 import json
 import random
 
+import pytest
+
 from tuiapp.trials.ledger import Ledger, LedgerRow, fill_run_stats
 
 
@@ -108,3 +110,9 @@ def test_a_significant_but_tiny_difference_is_within_noise():
     strict.add(_row("base", base, is_baseline=True))
     strict.add(_row("t", shifted))
     assert strict.rows["t"].verdict == "faster"
+
+
+def test_a_ledger_that_cannot_be_read_is_a_value_error_naming_it(tmp_path):
+    with pytest.raises(ValueError, match="cannot read: Is a directory") as caught:
+        Ledger.load(tmp_path)
+    assert str(caught.value).startswith(str(tmp_path))

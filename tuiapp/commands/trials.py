@@ -57,6 +57,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--resume needs --ledger FILE (the ledger to resume)")
     if args.sim_speed <= 0:
         raise UsageError("--sim-speed must be > 0")
+    for flag, value in (("--ledger", args.ledger), ("--ledger-md", args.ledger_md), ("--ledger-csv", args.ledger_csv)):
+        if value and Path(value).is_dir():  # found now, not when the first trial's row is saved
+            raise UsageError(f"{flag} {value}: is a directory, not a file")
 
     names = [t.name for t in plan.all()]
     if args.isolate:

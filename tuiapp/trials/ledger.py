@@ -83,9 +83,13 @@ class Ledger:
 
     @classmethod
     def load(cls, path: Path, *, min_effect_pct: float = MIN_EFFECT_PCT) -> Ledger:
-        """Raises ValueError on a file that is not a ledger."""
+        """Raises ValueError on a file that is not a ledger, or cannot be read."""
         try:
-            data = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ValueError(f"{path}: cannot read: {exc.strerror or exc}") from None
+        try:
+            data = json.loads(text)
             return cls([LedgerRow.model_validate(r) for r in data], min_effect_pct=min_effect_pct)
         except (json.JSONDecodeError, TypeError, ValueError) as exc:
             raise ValueError(f"{path}: not a trials ledger ({str(exc).splitlines()[0]})") from None
