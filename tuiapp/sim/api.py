@@ -373,8 +373,8 @@ class Api:
                 out.append(chunk([{"index": 0, "text": delta, "logprobs": None, "finish_reason": fin, "matched_stop": matched}], r, continuous_usage))
             state["first"] = False
             if fin:
-                if want_spec and self._spec_details(r):
-                    out.append(chunk([], r, False, {"sglext": {"spec_tokens_details": self._spec_details(r)}}))
+                if want_spec and (details := self._spec_details(r)):
+                    out.append(chunk([], r, False, {"sglext": {"spec_tokens_details": details}}))
                 if include_usage:
                     out.append(chunk([], r, True))
             if out:
@@ -402,8 +402,8 @@ class Api:
             choice = {"index": 0, "text": r.text, "logprobs": None, "finish_reason": fin, "matched_stop": matched}
         resp = {"id": r.rid, "object": "chat.completion" if chat else "text_completion", "created": created,
                 "model": model, "choices": [choice], "usage": usage(r), "metadata": None}
-        if want_spec and self._spec_details(r):
-            resp["sglext"] = {"spec_tokens_details": self._spec_details(r)}
+        if want_spec and (details := self._spec_details(r)):
+            resp["sglext"] = {"spec_tokens_details": details}
         self.reply(conn, req, 200, resp)
 
 
