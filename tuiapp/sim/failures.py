@@ -74,7 +74,7 @@ _CAPTURE_FRAMES = (
 
 def torch_oom(gpu: int, tried_gib: float, free_gib: float, used_gib: float, alloc_gib: float) -> str:
     """PyTorch 2.x's CUDA OOM text (format from a real torch 2.11 OOM, see gpu-telemetry.md)."""
-    total = (model.GPU_MEM_TOTAL_BYTES - model.GPU_MEM_RESERVED_BYTES) / model.GIB
+    total = model.TORCH_TOTAL_GIB
     reserved_unalloc = max(used_gib - alloc_gib - 0.6, 0.0)
     return (
         f"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate {tried_gib:.2f} GiB. GPU {gpu} has a total "

@@ -48,6 +48,8 @@ GPU_MEM_RESERVED_BYTES = 585 * MIB  # NVML v2 "reserved" (driver/firmware)
 GPU_SM_MAJOR = 12
 PCIE_GEN = 5
 PCIE_WIDTH = 16
+# torch's view: NVML total minus the driver reserve; SGLang's "avail mem" is free memory
+TORCH_TOTAL_GIB = (GPU_MEM_TOTAL_BYTES - GPU_MEM_RESERVED_BYTES) / GIB
 
 # ---------------------------------------------------------------- the model
 MODEL_ARCH = "KimiK25ForConditionalGeneration"
@@ -107,7 +109,7 @@ class MemoryPlan:
     kv_gib: float
     graphs_gib: float
     custom_ar_gib: float
-    total_gib: float = (GPU_MEM_TOTAL_BYTES - GPU_MEM_RESERVED_BYTES) / GIB  # what torch sees
+    total_gib: float = TORCH_TOTAL_GIB
 
     @property
     def used_after_weights_gib(self) -> float:
@@ -275,8 +277,7 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
     if spec:
         step_ms += VERIFY_ALLREDUCE_MS + DRAFT_STEP_MS * steps
 
-    # torch's view: NVML total minus the driver reserve; SGLang's "avail mem" is free memory
-    total_gib = (GPU_MEM_TOTAL_BYTES - GPU_MEM_RESERVED_BYTES) / GIB
+    total_gib = TORCH_TOTAL_GIB
     weights = WEIGHTS_TOTAL_GIB / tp
     draft_w = DRAFT_WEIGHTS_GIB * 8 / tp if spec else 0.0
     ar_gib = CUSTOM_AR_BUFFERS_GIB if custom_ar else 0.0
