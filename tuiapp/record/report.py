@@ -27,22 +27,11 @@ from tuiapp.record.markdown import GIB, hms, num, table
 from tuiapp.record.printer import NullStream, Printer
 from tuiapp.record.reading import Recording
 from tuiapp.record.svg import Band, Series, line_chart
+from tuiapp.trials.ledger import diff_text
 
 
 def _utc(t_s: float) -> str:
     return time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(t_s))
-
-
-def _diff_text(diff: Any) -> str:
-    if isinstance(diff, dict):
-        def show(v: Any) -> str:
-            return "default" if v is None else str(v)
-
-        return ", ".join(
-            f"{k} {show(v.get('baseline'))}->{show(v.get('trial'))}" if isinstance(v, dict) else f"{k}={v}"
-            for k, v in diff.items()
-        )
-    return "" if diff is None else str(diff)
 
 
 def _spec_text(infos: list[ServerInfo]) -> str:
@@ -174,7 +163,7 @@ def _ledger_rows(results: list[TrialResult]) -> list[list[str]]:
             f"{ci[0]:.2f}-{ci[1]:.2f}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "n/a",
             "" if delta is None else f"{delta:+.2f} ({num(row.get('delta_pct'), '+.1f')}%)",
             row.get("verdict") or "n/a", num(row.get("accept_length")),
-            _diff_text(row.get("diff")) or "-", "; ".join(str(x) for x in notes),
+            diff_text(row.get("diff")) or "-", "; ".join(str(x) for x in notes),
         ])
     return rows
 

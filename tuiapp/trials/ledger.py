@@ -199,11 +199,19 @@ class Ledger:
             _atomic_write(csv_path, self.to_csv())
 
 
-def diff_text(diff: dict[str, dict[str, str | None]]) -> str:
-    def show(v: str | None) -> str:
-        return "default" if v is None else v
+def diff_text(diff: Any) -> str:
+    """``key baseline->trial, ...``; tolerant of other shapes, since a report also reads the
+    rows back from recordings."""
+    if not isinstance(diff, dict):
+        return "" if diff is None else str(diff)
 
-    return ", ".join(f"{k} {show(v['baseline'])}->{show(v['trial'])}" for k, v in diff.items())
+    def show(v: Any) -> str:
+        return "default" if v is None else str(v)
+
+    return ", ".join(
+        f"{k} {show(v.get('baseline'))}->{show(v.get('trial'))}" if isinstance(v, dict) else f"{k}={v}"
+        for k, v in diff.items()
+    )
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:
