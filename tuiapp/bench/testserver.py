@@ -1,8 +1,8 @@
 """A minimal SGLang-format streaming server with exact pacing, for tests and client-cost runs.
 
-Not the simulator (tuiapp/sim is the full stand-in): this is a few hundred lines of raw
-asyncio HTTP/1.1 so that, on a small box, the server's own CPU cost stays far below the
-client's and its pacing is exact. Chunk i of a request is sent at
+Not the simulator (tuiapp/sim is the full stand-in, with a scheduler): this fake only
+paces chunks, on the simulator's lean HTTP layer (tuiapp/sim/http.py), so that on a small
+box the server's own CPU cost stays far below the client's and its pacing is exact. Chunk i of a request is sent at
 ``t_recv + prefill_s + i * step_s`` (absolute schedule, no drift); the first chunk carries
 one token (prefill), each later chunk ``tokens_per_chunk`` tokens (speculative decoding
 with a constant accept length when > 1).
@@ -24,7 +24,7 @@ from typing import Any
 
 import orjson
 
-_REASONS = {200: "OK", 400: "Bad Request", 401: "Unauthorized", 404: "Not Found", 500: "Internal Server Error", 503: "Service Unavailable"}
+from tuiapp.sim.http import Connection, Request, serve
 
 
 @dataclass
@@ -44,11 +44,11 @@ class FakeSGLang:
     tokens_sent: int = 0  # every token streamed, finished or not (client-cost accounting)
     flushes: int = 0
     last_body: dict[str, Any] | None = None
-    _server: asyncio.base_events.Server | None = None
+    _server: asyncio.AbstractServer | None = None
     port: int = 0
 
     async def start(self, host: str = "127.0.0.1", port: int = 0) -> int:
-        self._server = await asyncio.start_server(self._conn, host, port, backlog=1024)
+        self._server = await serve(self._handle, host, port)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 
@@ -60,67 +60,39 @@ class FakeSGLang:
         if self._server is not None:
             self._server.close()
             # Close live keep-alive connections too, as a killed server would.
-            for writer in list(self._writers):
-                writer.close()
+            for conn in list(self._conns):
+                conn.transport.close()
             await self._server.wait_closed()
             self._server = None
 
     def __post_init__(self) -> None:
-        self._writers: set[asyncio.StreamWriter] = set()
+        self._conns: set[Connection] = set()
 
     # ------------------------------------------------------------ HTTP
 
-    async def _conn(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._writers.add(writer)
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                lines = head.decode("latin-1").split("\r\n")
-                method, path, _ = lines[0].split(" ", 2)
-                headers = {}
-                for line in lines[1:]:
-                    if ":" in line:
-                        k, v = line.split(":", 1)
-                        headers[k.strip().lower()] = v.strip()
-                length = int(headers.get("content-length", "0"))
-                body = await reader.readexactly(length) if length else b""
-                keep = await self._route(method, path, headers, body, writer)
-                if not keep:
-                    break
-        except (asyncio.IncompleteReadError, ConnectionError, asyncio.LimitOverrunError):
-            pass
-        finally:
-            self._writers.discard(writer)
-            writer.close()
-
-    async def _send(self, writer: asyncio.StreamWriter, status: int, body: bytes, ctype: str = "application/json") -> bool:
-        writer.write(
-            f"HTTP/1.1 {status} {_REASONS.get(status, 'X')}\r\ncontent-type: {ctype}\r\n"
-            f"content-length: {len(body)}\r\n\r\n".encode() + body
-        )
-        await writer.drain()
-        return True
-
-    async def _route(self, method: str, path: str, headers: dict[str, str], body: bytes, writer: asyncio.StreamWriter) -> bool:
-        path = path.split("?", 1)[0]
+    async def _handle(self, req: Request, conn: Connection) -> None:
+        if conn not in self._conns:
+            self._conns.add(conn)
+            conn.on_close.append(lambda: self._conns.discard(conn))
+        path = req.path
         public = path.startswith(("/health", "/metrics"))
-        if self.api_key and not public and headers.get("authorization") != f"Bearer {self.api_key}":
-            return await self._send(writer, 401, b'{"error": "Unauthorized"}')
+        if self.api_key and not public and req.headers.get("authorization") != f"Bearer {self.api_key}":
+            return conn.respond(401, b'{"error": "Unauthorized"}')
         if path in ("/health", "/health_generate"):
-            return await self._send(writer, 200, b"")
+            return conn.respond(200, b"")
         if path == "/flush_cache":
             self.flushes += 1
-            return await self._send(writer, 200, b"Cache flushed.\n", "text/plain")
+            return conn.respond(200, b"Cache flushed.\n", "text/plain")
         if path == "/metrics" and self.metrics:
-            return await self._send(writer, 200, self._metrics_text(), "text/plain; version=0.0.4")
+            return conn.respond(200, self._metrics_text(), "text/plain; version=0.0.4")
         if path == "/v1/models":
-            return await self._send(writer, 200, orjson.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}))
+            return conn.respond(200, orjson.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}))
         info = {"/server_info": self._server_info, "/get_server_info": self._server_info, "/model_info": self._model_info, "/get_model_info": self._model_info}
         if path in info and not (self.old_paths_only and not path.startswith("/get_")):
-            return await self._send(writer, 200, orjson.dumps(info[path]()))
-        if path in ("/generate", "/v1/completions", "/v1/chat/completions") and method in ("POST", "PUT"):
-            return await self._stream(path, orjson.loads(body), writer)
-        return await self._send(writer, 404, b'{"detail": "Not Found"}')
+            return conn.respond(200, orjson.dumps(info[path]()))
+        if path in ("/generate", "/v1/completions", "/v1/chat/completions") and req.method in ("POST", "PUT"):
+            return await self._stream(path, orjson.loads(req.body), conn)
+        return conn.respond(404, b'{"detail": "Not Found"}')
 
     def _server_info(self) -> dict[str, Any]:
         args = {
@@ -167,30 +139,29 @@ class FakeSGLang:
 
     # ------------------------------------------------------------ streaming
 
-    async def _stream(self, path: str, req: dict[str, Any], writer: asyncio.StreamWriter) -> bool:
+    async def _stream(self, path: str, req: dict[str, Any], conn: Connection) -> None:
         self.requests += 1
         self.last_body = req
         fault = self.faults.popleft() if self.faults else None
         if fault == "http500":
-            return await self._send(writer, 500, b'{"error": {"message": "internal boom"}}')
+            return conn.respond(500, b'{"error": {"message": "internal boom"}}')
         if fault == "http401":
-            return await self._send(writer, 401, b'{"error": "Unauthorized"}')
+            return conn.respond(401, b'{"error": "Unauthorized"}')
         if fault == "http400":
-            return await self._send(writer, 400, b'{"error": {"message": "model not found"}}')
+            return conn.respond(400, b'{"error": {"message": "model not found"}}')
         if fault == "http503":
-            return await self._send(writer, 503, b'{"error": "starting"}')
+            return conn.respond(503, b'{"error": "starting"}')
         t_recv = time.perf_counter()
         native = path == "/generate"
         if native:
             n = int(req["sampling_params"]["max_new_tokens"])
         else:
             n = int(req.get("max_tokens") or req.get("max_completion_tokens") or 16)
-        writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n")
+        conn.start_stream()
         if isinstance(fault, bytes):  # a test's own stream body, sent as is
-            self._chunk(writer, fault)
-            self._chunk(writer, b"")
-            await writer.drain()
-            return True
+            conn.send(fault)
+            conn.end_stream()
+            return
         sizes = [1]
         while sum(sizes) < n:
             sizes.append(min(self.tokens_per_chunk, n - sum(sizes)))
@@ -200,6 +171,8 @@ class FakeSGLang:
         text = []
         emitted = 0
         for i, size in enumerate(sizes):
+            if conn.closed:
+                return  # the client went away
             delay = t_recv + self.prefill_s + i * self.step_s - time.perf_counter()
             if fault == "no_first" and i == 0:
                 await asyncio.sleep(3600)
@@ -209,16 +182,15 @@ class FakeSGLang:
                 if fault == "stall":
                     await asyncio.sleep(3600)
                 if fault == "close":
-                    writer.transport.abort()
-                    return False
+                    conn.transport.abort()
+                    return
                 payload = b"{not json" if fault == "malformed" else orjson.dumps(
                     {"error": {"message": "boom in stream", "type": "invalid_request_error", "code": 400}}
                 )
-                self._chunk(writer, b"data: " + payload + b"\n\n")
-                self._chunk(writer, b"data: [DONE]\n\n")
-                self._chunk(writer, b"")
-                await writer.drain()
-                return True
+                conn.send(b"data: " + payload + b"\n\n")
+                conn.send(b"data: [DONE]\n\n")
+                conn.end_stream()
+                return
             emitted += size
             self.tokens_sent += size
             piece = " tok" * size
@@ -238,7 +210,7 @@ class FakeSGLang:
                     if self.spec:
                         meta.update(spec_verify_ct=verify_ct, spec_accept_length=n / verify_ct, spec_accept_rate=(k - 1) / (self.num_draft_tokens - 1))
                 body = {"text": "".join(text) if self.cumulative else piece, "output_ids": list(range(emitted)) if self.cumulative else [0] * size, "meta_info": meta}
-                self._chunk(writer, b"data: " + orjson.dumps(body) + b"\n\n")
+                conn.send(b"data: " + orjson.dumps(body) + b"\n\n")
             else:
                 chat = path.endswith("chat/completions")
                 choice: dict[str, Any] = {"index": 0, "finish_reason": None}
@@ -251,23 +223,16 @@ class FakeSGLang:
                     if fault == "nan":
                         choice["matched_stop"] = "NaN happened"
                 obj = {"id": "c", "object": "chat.completion.chunk" if chat else "text_completion", "model": self.model, "choices": [choice]}
-                self._chunk(writer, b"data: " + orjson.dumps(obj) + b"\n\n")
+                conn.send(b"data: " + orjson.dumps(obj) + b"\n\n")
                 if last:
                     if self.spec and req.get("return_spec_tokens_details"):
                         details = {"spec_accept_length": n / verify_ct, "spec_accept_rate": (k - 1) / (self.num_draft_tokens - 1), "spec_verify_ct": verify_ct}
-                        self._chunk(writer, b"data: " + orjson.dumps({"id": "c", "choices": [], "sglext": {"spec_tokens_details": details}}) + b"\n\n")
+                        conn.send(b"data: " + orjson.dumps({"id": "c", "choices": [], "sglext": {"spec_tokens_details": details}}) + b"\n\n")
                     if (req.get("stream_options") or {}).get("include_usage"):
                         usage = {"prompt_tokens": 30, "completion_tokens": n, "total_tokens": 30 + n}
-                        self._chunk(writer, b"data: " + orjson.dumps({"id": "c", "choices": [], "usage": usage}) + b"\n\n")
-            await writer.drain()
-        self._chunk(writer, b"data: [DONE]\n\n")
-        self._chunk(writer, b"")
-        await writer.drain()
-        return True
-
-    @staticmethod
-    def _chunk(writer: asyncio.StreamWriter, data: bytes) -> None:
-        writer.write(b"%x\r\n%s\r\n" % (len(data), data))
+                        conn.send(b"data: " + orjson.dumps({"id": "c", "choices": [], "usage": usage}) + b"\n\n")
+        conn.send(b"data: [DONE]\n\n")
+        conn.end_stream()
 
 
 def main(argv: list[str] | None = None) -> None:
