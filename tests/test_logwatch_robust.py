@@ -51,6 +51,17 @@ def test_non_utf8_bytes_are_replaced_not_fatal() -> None:
     assert [(a.alert_kind, a.ranks) for a in sink.alerts] == [("assertion", [1])]
 
 
+def test_impossible_timestamp_is_not_fatal() -> None:
+    # a garbled date (month 13, year 0) used to raise from calendar.timegm inside feed()
+    sink = Sink()
+    w = LogWatcher(sink)
+    w.feed(b"[2026-13-01 12:00:00 TP2] hello\n[0000-00-00 99:99:99 TP3] world\n")
+    w.feed(tb(1, "AssertionError: still seen"))
+    w.flush()
+    assert [(ln.tp_rank, ln.text[-5:]) for ln in sink.lines[:2]] == [(2, "hello"), (3, "world")]
+    assert [(a.alert_kind, a.ranks) for a in sink.alerts] == [("assertion", [1])]
+
+
 def test_line_over_one_megabyte_is_cut_and_the_next_alert_kept() -> None:
     sink = Sink()
     w = LogWatcher(sink)

@@ -43,7 +43,8 @@ def _epoch(groups: tuple[str, ...]) -> float:
         if len(_epoch_cache) > 4096:
             _epoch_cache.clear()
         y, mo, d, h, mi, s = (int(g) for g in key)
-        t = float(calendar.timegm((y, mo, d, h, mi, s, 0, 0, 0)))
+        # timegm rejects only a year or month out of range (a garbled line): clamp, never raise
+        t = float(calendar.timegm((max(y, 1), min(max(mo, 1), 12), d, h, mi, s, 0, 0, 0)))
         _epoch_cache[key] = t
     frac = groups[6]
     return t + (int(frac) / 10 ** len(frac) if frac else 0.0)
