@@ -56,3 +56,15 @@ def test_report_default_path_is_beside_the_recording(tmp_path: Path) -> None:
             r.write(event)
     assert main(["report", str(rec)]) == 0
     assert (tmp_path / "short.md").is_file() and (tmp_path / "short.memory.svg").is_file()
+
+
+def test_report_into_a_directory_is_a_usage_error_that_writes_nothing(tmp_path: Path, capsys) -> None:
+    rec = tmp_path / "short.jsonl"
+    with Recorder(rec) as r:
+        for event in campaign_events(10):
+            r.write(event)
+    out = tmp_path / "out"
+    out.mkdir()
+    assert main(["report", str(rec), "-o", str(out)]) == 2
+    assert "is a directory" in capsys.readouterr().err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out", "short.jsonl"]

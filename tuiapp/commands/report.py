@@ -27,6 +27,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(str(exc)) from None
     if args.output:
         out = Path(args.output)
+        if out.is_dir():  # before any chart is written beside it
+            raise UsageError(f"-o {out}: is a directory; give the report's file name, e.g. {out / 'report.md'}")
     else:
         stem = src.name
         for suffix in (".gz", ".jsonl", ".json"):
