@@ -11,3 +11,9 @@ def test_bad_launch_options_are_one_line_errors(option, capsys):
     err = capsys.readouterr().err
     assert code == 2
     assert err.startswith("tuiapp launch: error: --") and err.count("\n") == 1
+
+
+def test_a_port_that_is_not_a_number_is_a_usage_error(capsys):
+    code = main(["launch", "--headless", "--", "--model-path", "m", "--port", "abc"])
+    assert code == 2
+    assert capsys.readouterr().err == "tuiapp launch: error: server command: --port 'abc' is not a number\n"

@@ -72,6 +72,7 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
     from pathlib import Path
 
     from tuiapp.cli import UsageError
+    from tuiapp.server.command import server_url
     from tuiapp.server.preflight import split_command
     from tuiapp.trials.flags import parse_tokens
     from tuiapp.trials.plan import BenchSpec, TimeoutSpec, TrialConfig
@@ -79,6 +80,10 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
     command, flag_tokens = split_command(argv)
     try:
         flags = parse_tokens(flag_tokens)
+    except ValueError as exc:
+        raise UsageError(f"server command: {exc}") from None
+    try:
+        server_url(argv)  # the URL we will poll: a --port that is not a number stops here
     except ValueError as exc:
         raise UsageError(f"server command: {exc}") from None
     for name in ("runs", "concurrency", "requests_per_run", "max_new_tokens", "warmup"):
