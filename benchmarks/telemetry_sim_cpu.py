@@ -12,18 +12,12 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import threading
 import time
 
-import psutil
+from telemetry_h200 import sampler_thread_cpu_s as sampler_cpu_s
 
 from tuiapp.sim.process import SimProcess
 from tuiapp.telemetry import open_backend, run_gpu_sampler
-
-
-def sampler_cpu_s() -> float:
-    ids = {t.native_id for t in threading.enumerate() if t.name.startswith("tuiapp-gpu")}
-    return sum(t.user_time + t.system_time for t in psutil.Process().threads() if t.id in ids)
 
 
 async def measure(url: str, seconds: float, interval_s: float) -> None:
