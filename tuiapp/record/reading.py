@@ -20,22 +20,16 @@ from array import array
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, get_args
 
 import orjson
 
-from tuiapp.events import Alert, _Event, load_event
+from tuiapp.events import Alert, Event, _Event, load_event
 from tuiapp.record.header import check_header
 
+# One code per event class of the Event union, so a kind added there is indexed here too.
 KIND_CODES: dict[str, int] = {
-    name: code
-    for code, name in enumerate(
-        [
-            "server_state", "server_info", "log", "server_stats", "alert", "bench_state",
-            "request", "run", "bench_summary", "gpu", "host", "trial", "trial_result", "note",
-            "replay_seek",
-        ]
-    )
+    cls.model_fields["kind"].default: code for code, cls in enumerate(get_args(get_args(Event)[0]))
 }
 UNKNOWN_KIND = 255
 # Frequent kinds whose history a display shows only over a recent window; the rest are
