@@ -265,10 +265,11 @@ def _apply(parent: TrialConfig, spec: TrialSpec, loc: tuple, fail) -> TrialConfi
         flags["model-path"] = Flag("model-path", spec.model)
     if isinstance(spec.flags, list):
         try:
-            changes = {k: f.value for k, f in parse_tokens(spec.flags).items()}
-            spellings = {k: f.spelling for k, f in parse_tokens(spec.flags).items()}
+            parsed = parse_tokens(spec.flags)
         except ValueError as exc:
             raise fail((*loc, "flags"), str(exc)) from None
+        changes = {k: f.value for k, f in parsed.items()}
+        spellings = {k: f.spelling for k, f in parsed.items()}
     else:
         changes, spellings = {}, {}
         for raw_name, raw in (spec.flags or {}).items():
