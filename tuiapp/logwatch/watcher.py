@@ -66,7 +66,6 @@ class Record:
     dp: int | None
     ep: int | None
     log_t: float | None
-    first_wall: float
     last_wall: float
     in_tb: bool = False  # inside a traceback, its exception line not seen yet
     has_tb: bool = False
@@ -249,7 +248,7 @@ class LogWatcher:
         if p is not None:
             msg = text[p.end:]
             self._close_main()
-            rec = Record(line.line_no, [text], [msg], p.tp, p.dp, p.ep, p.log_t_s, wall, wall)
+            rec = Record(line.line_no, [text], [msg], p.tp, p.dp, p.ep, p.log_t_s, wall)
             rec.track(msg)
             self._open = rec
             self._on_head(rec, msg)
@@ -279,7 +278,7 @@ class LogWatcher:
             or (text.startswith(_TB_HEAD) and inherit.expects_traceback()))
         if inherit is not None and (inherit.extra.get("cut") or late):
             tp, dp, ep = inherit.tp, inherit.dp, inherit.ep  # a late or cut-off continuation
-        rec = Record(line.line_no, [text], [text], tp, dp, ep, None, wall, wall)
+        rec = Record(line.line_no, [text], [text], tp, dp, ep, None, wall)
         if late:
             rec.extra["cont_of"] = inherit  # a failure in it belongs to that record's incident
         rec.track(text)
@@ -320,7 +319,7 @@ class LogWatcher:
         if cur is not None:
             del self._rank_open[rank]
         self._settle(main=False, also=cur)
-        rec = Record(line.line_no, [text], [content], rank, None, None, None, wall, wall)
+        rec = Record(line.line_no, [text], [content], rank, None, None, None, wall)
         rec.track(content)
         self._rank_open[rank] = rec
 
@@ -368,7 +367,7 @@ class LogWatcher:
 
     def _standalone(self, line: Line, text: str, wall: float) -> None:
         self._settle(main=False)
-        rec = Record(line.line_no, [text], [text], None, None, None, None, wall, wall)
+        rec = Record(line.line_no, [text], [text], None, None, None, None, wall)
         rec.extra["progress"] = line.progress
         self._finish(rec, keep_last=False)
 
