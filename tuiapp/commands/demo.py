@@ -23,11 +23,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--theme", help="TUI theme")
 
 
+def trials_args(args: argparse.Namespace) -> argparse.Namespace:
+    """``tuiapp trials campaign --sim ...``: parsed by the trials command itself, so its
+    defaults (and any option it gains) are never restated here."""
+    from tuiapp.commands import trials
+
+    parser = argparse.ArgumentParser()
+    trials.add_arguments(parser)
+    ns = parser.parse_args(["campaign", "--sim", "--telemetry", "sim"])
+    ns.headless, ns.record, ns.ledger, ns.only = args.headless, args.record, args.ledger, args.only
+    ns.sim_speed, ns.theme = args.speed, args.theme
+    return ns
+
+
 def run(args: argparse.Namespace) -> int:
     from tuiapp.commands import trials
 
-    return trials.run(argparse.Namespace(
-        plan="campaign", headless=args.headless, record=args.record, ledger=args.ledger,
-        ledger_md=None, ledger_csv=None, resume=False, isolate=None, only=args.only, sim=True,
-        sim_speed=args.speed, telemetry="sim", log_dir=None, check=False, theme=args.theme,
-    ))
+    return trials.run(trials_args(args))
