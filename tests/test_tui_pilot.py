@@ -3,7 +3,7 @@
 import asyncio
 from pathlib import Path
 
-from tuiapp.events import Alert, LogLine, ServerState
+from tuiapp.events import Alert, LogLine, ReplaySeek, ServerState
 from tuiapp.session import Session
 from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.preview import preview_session, read_events
@@ -88,6 +88,23 @@ async def test_log_tail_filters_to_errors():
         assert "Decode batch" not in text and "NCCL WARN" in text and "KV cache pool" in text
         await pilot.press("l")  # the whole log
         assert type(app.screen).__name__ == "LogScreen"
+
+
+async def test_the_whole_log_starts_over_after_a_replay_seek():
+    session = Session(title="pilot", sources=[])
+    app = DashboardApp(session)
+    async with app.run_test(size=(100, 30)) as pilot:
+        session.bus.publish(LogLine(t_s=100.0, line_no=1, text="before the seek"))
+        await settle(pilot, 1)
+        await pilot.press("l")
+        screen = app.screen
+        session.bus.publish(ReplaySeek(t_s=50.0, position_s=0.0))
+        session.bus.publish(LogLine(t_s=50.0, line_no=1, text="after the seek"))
+        await settle(pilot, 3)
+        screen.append_new()
+        await pilot.pause()
+        shown = "\n".join(line.text for line in screen.query_one("#log-full").lines)
+        assert "after the seek" in shown and "before the seek" not in shown
 
 
 class RecordingControls:

@@ -22,6 +22,7 @@ class LogScreen(Screen):
         self.store = store
         self.errors_only = False
         self._written = 0
+        self._log = store.log  # the store's deque; a replay seek replaces it
 
     def compose(self) -> ComposeResult:
         yield RichLog(id="log-full", max_lines=5000, wrap=False, markup=False, auto_scroll=True)
@@ -44,10 +45,14 @@ class LogScreen(Screen):
     def reload(self) -> None:
         self.query_one(RichLog).clear()
         self.query_one(RichLog).border_title = "log - errors only" if self.errors_only else "log"
+        self._log = self.store.log
         self._write(self.store.log)
         self._written = self.store.log_total
 
     def append_new(self) -> None:
+        if self.store.log is not self._log:  # a replay seek started the store afresh
+            self.reload()
+            return
         new = self.store.log_total - self._written
         if new > 0:
             self._write(list(self.store.log)[-min(new, len(self.store.log)):])
