@@ -21,6 +21,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tuiapp.events import ServerStats
+from tuiapp.server.info import decode_side
 
 Publish = Callable[[Any], None]
 
@@ -75,9 +76,7 @@ def parse_metrics(text: str) -> dict[str, Any]:
 
 
 def parse_server_info(info: dict[str, Any]) -> dict[str, Any] | None:
-    states = info.get("internal_states")
-    if not states and isinstance(info.get("decode"), list) and info["decode"]:
-        states = info["decode"][0].get("internal_states")
+    states = decode_side(info).get("internal_states")
     if not isinstance(states, list) or not states:
         return None
     gen = [s.get("last_gen_throughput") for s in states if isinstance(s, dict)]

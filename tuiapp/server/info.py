@@ -36,11 +36,17 @@ async def _get_json(client: httpx.AsyncClient, base_url: str, paths: tuple[str, 
         except ValueError:
             continue
         if isinstance(data, dict):
-            decode = data.get("decode")
-            if isinstance(decode, list) and decode and isinstance(decode[0], dict):
-                data = decode[0]  # PD-disaggregation router: describe the decode side
-            return data
+            return decode_side(data)
     return None
+
+
+def decode_side(data: dict[str, Any]) -> dict[str, Any]:
+    """A PD-disaggregation router answers ``{"decode": [server, ...]}``: describe the
+    decode side (as sglang's bench does); any other answer is the server itself."""
+    decode = data.get("decode")
+    if isinstance(decode, list) and decode and isinstance(decode[0], dict):
+        return decode[0]
+    return data
 
 
 def _int(value: Any) -> int | None:
