@@ -86,6 +86,17 @@ def test_generate_rejects_a_batch_it_cannot_answer(sim):
         assert "sampling_params" in r.json()["error"]["message"]
 
 
+def test_bad_content_length_closes_the_connection_quietly(sim):
+    import socket
+
+    for length in (b"abc", b"-5"):
+        with socket.create_connection(("127.0.0.1", sim.port), timeout=5) as sock:
+            sock.sendall(b"POST /generate HTTP/1.1\r\nhost: x\r\ncontent-length: " + length + b"\r\n\r\n{}")
+            assert sock.recv(1024) == b""  # closed, no reply
+    assert httpx.get(sim.url + "/health", timeout=5).status_code == 200
+    assert "Traceback" not in sim.stderr
+
+
 def test_eos_stops_early_without_ignore_eos(sim):
     out = httpx.post(sim.url + "/generate", json={"text": "stop me", "sampling_params": {"max_new_tokens": 2000}}, timeout=30).json()
     meta = out["meta_info"]

@@ -82,7 +82,11 @@ class Connection(asyncio.Protocol):
         for line in head[1:]:
             k, _, v = line.partition(":")
             headers[k.strip().lower()] = v.strip()
-        length = int(headers.get("content-length", "0") or 0)
+        raw_length = headers.get("content-length", "0") or "0"
+        if not raw_length.isdigit():  # uvicorn drops such a request too; never a traceback
+            self.transport.close()
+            return
+        length = int(raw_length)
         if len(self.buf) < end + 4 + length:
             return
         body = bytes(self.buf[end + 4 : end + 4 + length])
