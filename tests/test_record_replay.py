@@ -136,6 +136,22 @@ async def test_controls_protocol_step_seek_and_next_alert(tmp_path: Path) -> Non
     task.cancel()
 
 
+
+async def test_a_seek_right_after_next_alert_wins_and_drops_the_alert(tmp_path: Path) -> None:
+    path = _record(tmp_path / "r.jsonl", _timeline())
+    replay = ReplaySource(path, history_s=5)
+    replay.pause()
+    replay.next_alert()
+    replay.seek(20.0)  # before run() applied the jump to the alert: this seek replaces it
+    bus = TimedBus()
+    task = asyncio.create_task(replay.run(bus))
+    await _until(lambda: any(isinstance(e, RunDone) for e in bus.events))
+    await asyncio.sleep(0.05)
+    got = bus.take()
+    assert not any(isinstance(e, Alert) for e in got)
+    assert max(e.mem_used_bytes for e in got if isinstance(e, GpuSample)) == 20
+    task.cancel()
+
 async def test_play_at_the_end_pauses_and_play_again_restarts(tmp_path: Path) -> None:
     path = _record(tmp_path / "r.jsonl", [Note(t_s=T0 + g, text=str(g)) for g in (0.0, 2.0)])
     replay = ReplaySource(path, speed=64)

@@ -137,6 +137,7 @@ class ReplaySource:
         target = min(max(0.0, float(position_s)), self.duration_s)
         with self._lock:
             self._pending_seek = target
+            self._pending_alert = None
             self._pending_steps = 0
             self._reanchor(target)
         self._poke()
@@ -157,12 +158,12 @@ class ReplaySource:
         if k >= len(alerts):
             return
         target = self.index.rel_s(alerts[k])
-        with self._lock:
+        with self._lock:  # with the seek, so run() never sees the one without the other
             self.playing = False
             self._pending_seek = target
+            self._pending_alert = alerts[k]
             self._pending_steps = 0
             self._reanchor(target)
-        self._pending_alert = alerts[k]
         self._poke()
 
     def _poke(self) -> None:
@@ -184,9 +185,10 @@ class ReplaySource:
                     next_poll = time.monotonic() + self.poll_s
                 with self._lock:
                     seek, self._pending_seek = self._pending_seek, None
+                    alert, self._pending_alert = self._pending_alert, None
                     steps, self._pending_steps = self._pending_steps, 0
                 if seek is not None:
-                    self._do_seek(bus, seek)
+                    self._do_seek(bus, seek, alert)
                     await asyncio.sleep(0)
                     continue
                 if steps:
@@ -249,14 +251,12 @@ class ReplaySource:
             with self._lock:
                 self._reanchor(max(pos, self._anchor_pos_s))
 
-    def _do_seek(self, bus: Any, target_s: float) -> None:
+    def _do_seek(self, bus: Any, target_s: float, alert: int | None = None) -> None:
         index = self.index
         due_t = index.start_t_s + target_s
         j = bisect_right(index.times, due_t)  # publish events [.., j)
-        alert = self._pending_alert
         if alert is not None:
             j = max(j, alert + 1)  # equal timestamps: the alert itself must be shown
-            self._pending_alert = None
         cur = self._cursor
         published_t = index.times[cur - 1] if cur else index.start_t_s
         if j >= cur and due_t - published_t <= self.history_s:
