@@ -68,6 +68,14 @@ def test_json_from_the_simulator(capsys):
     assert doc["gpus"][0]["kind"] == "gpu"  # GpuSample fields, loadable by tuiapp.events
 
 
+def test_unreachable_simulator_is_no_snapshot(capsys):
+    # nothing listens on the discard port: no GPUs were read, whatever the live view shows
+    assert main(["gpus", "--sim", "http://127.0.0.1:9", "--interval", "0.05"]) == 1
+    out, err = capsys.readouterr()
+    assert out == ""
+    assert err == "tuiapp gpus: telemetry off: no simulator answers at http://127.0.0.1:9\n"
+
+
 def test_remote_gpus_from_dcgm_exporter_without_local_driver(no_driver, capsys):
     ex = Exporter((DATA / "dcgm_node_a.prom").read_text())
     try:

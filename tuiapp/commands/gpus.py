@@ -86,6 +86,9 @@ def run(args: argparse.Namespace) -> int:
         backend, note = open_backend("auto", dcgm_urls=args.gpu_source or None)
     events = [] if backend is None else take_snapshot(backend, args.interval, close=True)
     gpus = [e for e in events if e.kind == "gpu"]
+    if args.sim and backend is not None and not backend.reachable:
+        # the live monitor shows an unreachable simulator's GPUs idle; a snapshot must not
+        gpus, note = [], f"telemetry off: no simulator answers at {args.sim}"
     alerts = [e for e in events if e.kind == "alert"]
     notes = [note] + [e.text for e in events if e.kind == "note" and e.text != note]
     if args.json:

@@ -30,6 +30,11 @@ class SimBackend(Backend):
         self._prev: dict[int, tuple[float, int, int]] = {}
         self._reachable: bool | None = None
 
+    @property
+    def reachable(self) -> bool:
+        """Whether the last sample read the simulator (its idle stand-ins are not readings)."""
+        return bool(self._reachable)
+
     def fetch(self) -> dict[str, Any] | None:
         try:
             resp = self._client.get(self.url)
