@@ -151,7 +151,8 @@ class PlanRunner:
 
         shown_env = " ".join(f"{k}={v}" for k, v in row.env.items())
         state("preflight", " ".join(row.argv) + (f"  (env {shown_env})" if shown_env else ""))
-        if (problem := await asyncio.to_thread(self._preflight, argv, publish, cfg.name)) is not None:
+        if self.options.preflight and (
+                problem := await asyncio.to_thread(self._preflight, argv, publish, cfg.name)) is not None:
             row.status, row.first_error = "preflight", problem
             state("failed", problem)
             return row
