@@ -169,6 +169,7 @@ def test_headless_run_never_imports_textual_and_exit_code(tmp_path):
         (["--isolate", "new", "--only", "old"], "cannot be combined"),
         (["--only", "nope"], "no trial named 'nope'"),
         (["--isolate", "old"], "--isolate old: no such trial"),
+        (["--sim-speed", "nan"], "--sim-speed must be > 0"),
         (["--ledger", str(DATA)], f"--ledger {DATA}: is a directory"),
         (["--resume", "--ledger", str(DATA)], f"--ledger {DATA}: is a directory"),
         (["--ledger-csv", str(DATA)], f"--ledger-csv {DATA}: is a directory"),

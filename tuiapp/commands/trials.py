@@ -55,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--isolate and --only cannot be combined")
     if args.resume and not args.ledger:
         raise UsageError("--resume needs --ledger FILE (the ledger to resume)")
-    if args.sim_speed <= 0:
+    if not 0 < args.sim_speed < float("inf"):  # "nan" and "inf" parse as floats too
         raise UsageError("--sim-speed must be > 0")
     for flag, value in (("--ledger", args.ledger), ("--ledger-md", args.ledger_md), ("--ledger-csv", args.ledger_csv)):
         if value and Path(value).is_dir():  # found now, not when the first trial's row is saved
