@@ -96,3 +96,16 @@ async def test_truncated_body_and_refused_connection():
         with pytest.raises(httpx.ConnectError):
             await client.get("http://127.0.0.1:1/")
     server.close()
+
+
+def test_client_pool_fits_the_concurrency():
+    # httpx ignores AsyncClient(limits=...) once a transport is given: the transport
+    # must carry them, or https above 100 streams queues inside TTFT
+    from tuiapp.bench.client import make_client
+    from tuiapp.bench.settings import Timeouts
+
+    client = make_client(Timeouts(), api_key=None, concurrency=300)
+    transport = client._transport
+    assert transport._max_idle >= 300
+    assert transport._fallback._pool._max_connections >= 300
+    assert transport._fallback._pool._max_keepalive_connections >= 300

@@ -128,11 +128,15 @@ def make_client(timeouts: Timeouts, *, api_key: str | None, concurrency: int) ->
         headers["authorization"] = f"Bearer {api_key}"
     # httpx's read timeout is a backstop; the loop's watchdog enforces first-token/stall.
     read_s = max(timeouts.first_token_s, timeouts.stall_s) + 5.0
+    pool = concurrency + 4
     return httpx.AsyncClient(
-        transport=LeanTransport(connect_timeout_s=timeouts.connect_s),
+        transport=LeanTransport(
+            connect_timeout_s=timeouts.connect_s,
+            max_idle=max(pool, 256),
+            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
+        ),
         headers=headers,
         timeout=httpx.Timeout(connect=timeouts.connect_s, read=read_s, write=30.0, pool=None),
-        limits=httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency + 4),
         trust_env=False,
     )
 

@@ -146,11 +146,15 @@ class _Body(httpx.AsyncByteStream):
 
 
 class LeanTransport(httpx.AsyncBaseTransport):
-    def __init__(self, *, connect_timeout_s: float = 5.0, max_idle: int = 256) -> None:
+    def __init__(self, *, connect_timeout_s: float = 5.0, max_idle: int = 256,
+                 limits: httpx.Limits | None = None) -> None:
+        """``limits`` is for the https fallback (httpx ignores a client's own limits when
+        it is given a transport): its default of 100 connections would queue requests of a
+        larger concurrency inside their measured TTFT."""
         self._connect_timeout_s = connect_timeout_s
         self._max_idle = max_idle
         self._idle: dict[tuple[str, int], list[_Conn]] = {}
-        self._fallback = httpx.AsyncHTTPTransport()
+        self._fallback = httpx.AsyncHTTPTransport(limits=limits) if limits else httpx.AsyncHTTPTransport()
 
     def _release(self, key: tuple[str, int], conn: _Conn) -> None:
         pool = self._idle.setdefault(key, [])
