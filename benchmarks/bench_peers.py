@@ -42,11 +42,6 @@ def children_cpu_s() -> float:
     return r.ru_utime + r.ru_stime
 
 
-def self_cpu_s() -> float:
-    r = resource.getrusage(resource.RUSAGE_SELF)
-    return r.ru_utime + r.ru_stime
-
-
 def sim_available() -> bool:
     return (Path(__file__).resolve().parents[1] / "tuiapp" / "sim" / "server.py").exists()
 
