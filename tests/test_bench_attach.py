@@ -82,6 +82,7 @@ def test_headless_attach_never_imports_textual(server_url):
     (["http:///models"], "no host"),
     (["http://127.0.0.1:1", "--metrics-interval", "0"], "--metrics-interval"),
     (["http://127.0.0.1:1", "--summary", "/no/such/dir/s.json"], "--summary"),
+    (["http://127.0.0.1:1", "--input-tokens", "0"], "input_tokens"),
 ])
 def test_bad_input_is_one_line_usage_error(args, words):
     r = attach(*args, "--headless", "--runs", "1")

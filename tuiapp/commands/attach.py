@@ -47,14 +47,15 @@ def _settings(args: argparse.Namespace) -> Any:
     from tuiapp.bench.settings import BenchSettings, Timeouts
     from tuiapp.cli import UsageError
 
-    if args.prompts and args.input_tokens:
+    synthetic = args.input_tokens is not None  # --input-tokens 0 is an error, not "unset"
+    if args.prompts and synthetic:
         raise UsageError("--prompts and --input-tokens are exclusive")
-    workload = args.prompts or ("synthetic" if args.input_tokens else "reference")
+    workload = args.prompts or ("synthetic" if synthetic else "reference")
     try:
         return BenchSettings(
             api=args.api,
             workload=workload,
-            input_tokens=args.input_tokens or 128,
+            input_tokens=args.input_tokens if synthetic else 128,
             max_new_tokens=args.max_new_tokens,
             ignore_eos=not args.no_ignore_eos,
             concurrency=args.concurrency,
