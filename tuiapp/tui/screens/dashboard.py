@@ -64,7 +64,12 @@ class DashboardScreen(Screen):
         self.query_one("#log-wide").border_title = "log"
         self.query_one("#alerts").border_title = "alerts (enter: traceback)"
         self.query_one("#trials").border_title = "trials (enter: details)"
-        self.query_one(AlertList).focus()
+        # Looked up once: a DOM query per panel was most of an idle paint's cost.
+        self._panels = list(self.query("#header, #notes, #throughput, #acceptance, #latency, #gpus, LogTail"))
+        self._alerts = self.query_one(AlertList)
+        self._ledger = self.query_one(LedgerTable)
+        self._timeline = self.query_one(TimelineBar) if self.session.replay is not None else None
+        self._alerts.focus()
         self.consume_events()
         self.set_interval(PAINT_INTERVAL_S, self.paint)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.paint(force=True))
@@ -81,18 +86,18 @@ class DashboardScreen(Screen):
     def paint(self, force: bool = False) -> None:
         """Repaint the panels whose data changed since the last paint."""
         with self.app.batch_update():
-            for panel in self.query("#header, #notes, #throughput, #acceptance, #latency, #gpus, LogTail"):
+            for panel in self._panels:
                 panel.paint(force)
-            self.query_one(AlertList).paint(force)
+            self._alerts.paint(force)
             self.set_class(bool(self.store.trials), "-has-trials")
-            ledger = self.query_one(LedgerTable)
+            ledger = self._ledger
             # At 80x24 a row of the ledger is worth more than its column titles.
             show_header = not (self.has_class("-short") and self.has_class("-narrow"))
             if ledger.show_header != show_header:
                 ledger.show_header = show_header
             ledger.paint(force)
-            if self.session.replay is not None:
-                self.query_one(TimelineBar).paint(force)
+            if self._timeline is not None:
+                self._timeline.paint(force)
 
     def toggle_panel(self, panel_id: str) -> None:
         """Hide or show a panel; done with a screen class so the layout CSS stays in charge."""
