@@ -1,6 +1,6 @@
 import io
 
-from tuiapp.events import Alert, GpuSample, Note, RunDone, ServerState
+from tuiapp.events import Alert, GpuSample, Note, RunDone, ServerInfo, ServerState
 from tuiapp.record.printer import Printer
 
 
@@ -46,3 +46,12 @@ def test_a_hung_up_stdout_stops_printing_but_not_counting() -> None:
     p.handle(RunDone(t_s=2, run_index=1, requests=1, duration_s=1, decode_tok_s=52.0, output_tok_s=50.0))
     assert isinstance(p.stream_error, OSError)
     assert "mean 51.00 sd 1.41" in p.summary()
+
+
+def test_server_info_line_leaves_out_unknown_speculative_settings() -> None:
+    out = io.StringIO()
+    p = Printer(out)
+    p.handle(ServerInfo(t_s=0, url="http://h:1", version="0.5.6", speculative_algorithm="EAGLE3",
+                        speculative_num_steps=3))
+    line = out.getvalue()
+    assert line.endswith(" spec=EAGLE3 steps=3\n")

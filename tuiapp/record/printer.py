@@ -144,10 +144,10 @@ class Printer:
                 self.server_version = ev.version or self.server_version
                 spec = ""
                 if ev.speculative_algorithm:
-                    spec = (
-                        f" spec={ev.speculative_algorithm} steps={ev.speculative_num_steps}"
-                        f" topk={ev.speculative_eagle_topk} draft={ev.speculative_num_draft_tokens}"
-                    )
+                    spec = f" spec={ev.speculative_algorithm}" + "".join(
+                        f" {label}={value}" for label, value in (
+                            ("steps", ev.speculative_num_steps), ("topk", ev.speculative_eagle_topk),
+                            ("draft", ev.speculative_num_draft_tokens)) if value is not None)
                 self._print(
                     ev.t_s, "info",
                     f"sglang {ev.version or 'n/a'} model={ev.model_path or 'n/a'} tp={ev.tp_size or 'n/a'}{spec}",
