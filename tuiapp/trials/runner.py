@@ -198,6 +198,7 @@ class PlanRunner:
     async def _launch_and_bench(self, cfg, argv, url, api_key, observe, state, collector) -> str:
         """Returns the outcome: ok | died | not_ready | launch_error:<msg> | run_timeout | stopped."""
         from tuiapp.bench.loop import BenchLoop
+        from tuiapp.bench.metrics_poll import run_metrics_poller
         from tuiapp.logwatch.watcher import LogWatcher
         from tuiapp.server.launcher import LaunchError, ServerProcess
 
@@ -230,6 +231,8 @@ class PlanRunner:
                 # an exited server's output is all in by now (the launcher drains it first)
                 return "stopped" if self._user_stopped else "not_ready"
             await _publish_server_info(observe, url, api_key)
+            # The server's own figures (/metrics when enabled, else /server_info) beside ours.
+            helpers.append(asyncio.create_task(run_metrics_poller(observe, url, api_key=api_key)))
             state("warming_up")
             bench = BenchLoop(observe, url, bench_settings(cfg), api_key=api_key, trial=cfg.name)
             self.bench = bench
