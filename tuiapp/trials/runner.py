@@ -157,7 +157,12 @@ class PlanRunner:
             state("failed", problem)
             return row
 
-        url, api_key = server_url(argv), api_key_from(argv)
+        try:
+            url, api_key = server_url(argv), api_key_from(argv)
+        except ValueError as exc:  # e.g. --port abc: this trial cannot run, the plan goes on
+            row.status, row.first_error = "preflight", str(exc)
+            state("failed", str(exc))
+            return row
         collector = TrialCollector(self._gpu_interval_s())
 
         def observe(event: _Event) -> None:
