@@ -237,7 +237,8 @@ class DashboardStore:
                 series.append(None)
             self.server_has_acceptance = False
             self.last_request, self.last_run, self.trial_runs = None, None, []
-            self._bump("throughput", "acceptance", "latency")
+            self.server_info = None  # this trial's server says its own version and spec config
+            self._bump("throughput", "acceptance", "latency", "header")
         row = self.trials.setdefault(ev.name, TrialRow(ev.name))
         row.index, row.total, row.phase, row.message = ev.index, ev.total, ev.phase, ev.message
         self.current_trial = ev.name
