@@ -17,6 +17,7 @@ from tuiapp.events import (
     BenchState,
     BenchSummary,
     GpuSample,
+    HostSample,
     LogLine,
     Note,
     ReplaySeek,
@@ -78,6 +79,7 @@ class DashboardStore:
         self.server_has_acceptance = False
         # gpus
         self.gpus: dict[int, GpuSample] = {}
+        self.host: HostSample | None = None
         self.gpu_rx: dict[int, deque[float | None]] = {}
         self.gpu_tx: dict[int, deque[float | None]] = {}
         # alerts, newest first; same key = same incident (its rank list grows)
@@ -212,6 +214,10 @@ class DashboardStore:
         self.gpus[ev.index] = ev
         self.gpu_rx.setdefault(ev.index, deque(maxlen=GPU_HISTORY)).append(ev.pcie_rx_bytes_s)
         self.gpu_tx.setdefault(ev.index, deque(maxlen=GPU_HISTORY)).append(ev.pcie_tx_bytes_s)
+        self._bump("gpus")
+
+    def _on_HostSample(self, ev: HostSample) -> None:
+        self.host = ev
         self._bump("gpus")
 
     def _on_Alert(self, ev: Alert) -> None:

@@ -48,6 +48,7 @@ class GpuTable(Panel):
 
     def paint(self, force: bool = False) -> None:
         super().paint(force)
+        self.border_subtitle = host_text(self.store.host)
         if len(self.store.gpus) != self._rows:  # a new GPU: the panel grows (a layout pass)
             self._rows = len(self.store.gpus)
             self.refresh(layout=True)
@@ -91,3 +92,15 @@ class GpuTable(Panel):
             row.append(" ")
             row.append(fmt.spark(hist, hist_w, floor=0, ceiling=ceiling), t(tone))
         return row
+
+
+def host_text(host) -> str:
+    """The machine under the GPUs: host CPU and memory, and the server's process tree RSS."""
+    if host is None:
+        return ""
+    parts = [f"host cpu {fmt.num(host.cpu_pct, 0)}%"]
+    if host.mem_used_bytes is not None and host.mem_total_bytes:
+        parts.append(f"mem {fmt.gib(host.mem_used_bytes)}/{fmt.gib(host.mem_total_bytes, 0)}G")
+    if host.server_rss_bytes is not None:
+        parts.append(f"server rss {fmt.rate(host.server_rss_bytes)}B")
+    return " · ".join(parts)
