@@ -249,8 +249,23 @@ def _deprecated(flag: str, options: dict[str, str]) -> list[Problem]:
     return [Problem("warning", flag, f"{flag} is deprecated in this server version", suggestion)]
 
 
+# A plan launches the same server command many times, and SGLang's --help imports torch
+# (seconds): ask once per command per process. Only successful answers are kept.
+_HELP_CACHE: dict[tuple[str, ...], str] = {}
+
+
 def run_help(command: list[str], *, timeout_s: float = 60) -> tuple[int | None, str]:
     """``(exit code, output)`` of ``command --help``; exit code None when it timed out."""
+    key = tuple(command)
+    if key in _HELP_CACHE:
+        return 0, _HELP_CACHE[key]
+    code, out = _run_help(command, timeout_s)
+    if code == 0:
+        _HELP_CACHE[key] = out
+    return code, out
+
+
+def _run_help(command: list[str], timeout_s: float) -> tuple[int | None, str]:
     env = {**os.environ, "COLUMNS": "200", "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
         [*command, "--help"],
