@@ -254,3 +254,13 @@ async def test_runs_that_fail_entirely_slow_down(server):
     notes = [n.text for n in of(events, Note)]
     assert len(notes) == 1 and "every request of run 0 failed" in notes[0]
     assert of(events, RequestDone)[0].error == "HTTP 400: model not found"
+
+
+async def test_repeated_503s_back_off_instead_of_flapping(server):
+    # /health says 200 while /generate keeps saying 503: each outage waits longer than the
+    # last (0.5, 1, 2 s), rather than probing and retrying every 0.5 s.
+    server.faults.extend(["http503"] * 3)
+    t0 = asyncio.get_running_loop().time()
+    loop, events = await run_loop(server, runs=1)
+    assert asyncio.get_running_loop().time() - t0 >= 3.4
+    assert all(r.ok for r in of(events, RequestDone))

@@ -64,6 +64,7 @@ class BenchLoop:
         self._run_index = 0
         self._nan_count = 0
         self._failed_runs = 0
+        self._outages_in_a_row = 0  # a /health that says 200 while /generate says 503 must not spin
         self._paused_total_s = 0.0
         self._paused_since: float | None = None
 
@@ -248,6 +249,7 @@ class BenchLoop:
             res = await stream_request(client, self._url, s.api, payload, s.timeouts)
             # 503: listening but not serving (SGLang while it starts): wait, do not hammer it.
             if not res.connect_failed and res.http_status != 503:
+                self._outages_in_a_row = 0
                 return res
             await self._wait_for_server(client, res.error or "cannot connect")
 
@@ -273,6 +275,7 @@ class BenchLoop:
         if not self._server_ok.is_set():
             return
         self._server_ok.clear()
+        self._outages_in_a_row += 1
         since = time.perf_counter()
         previous = self.state
         self._set_state("waiting_server", f"server unreachable ({why}); retrying")
@@ -280,7 +283,8 @@ class BenchLoop:
             for attempt in itertools.count():
                 if self._stop.is_set():
                     return
-                delay_s = _BACKOFF_S[min(attempt, len(_BACKOFF_S) - 1)]
+                step = attempt + self._outages_in_a_row - 1
+                delay_s = _BACKOFF_S[min(step, len(_BACKOFF_S) - 1)]
                 try:
                     await asyncio.wait_for(self._stop.wait(), timeout=delay_s)
                     return
