@@ -264,3 +264,17 @@ async def test_repeated_503s_back_off_instead_of_flapping(server):
     loop, events = await run_loop(server, runs=1)
     assert asyncio.get_running_loop().time() - t0 >= 3.4
     assert all(r.ok for r in of(events, RequestDone))
+
+
+async def test_openai_accept_length_from_verify_count_when_the_server_gives_no_length(server):
+    # An older server's sglext carries spec_verify_ct but no accept_length; usage comes after.
+    server.faults.append(
+        b'data: {"choices": [{"index": 0, "text": "abc", "finish_reason": null}]}\n\n'
+        b'data: {"choices": [{"index": 0, "text": "", "finish_reason": "length"}]}\n\n'
+        b'data: {"choices": [], "sglext": {"spec_tokens_details": {"spec_verify_ct": 4}}}\n\n'
+        b'data: {"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": 12}}\n\n'
+        b'data: [DONE]\n\n'
+    )
+    loop, events = await run_loop(server, api="completions", runs=1)
+    req = of(events, RequestDone)[0]
+    assert req.ok and req.spec_verify_ct == 4 and req.accept_length == 3.0

@@ -404,6 +404,9 @@ async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Prog
         if isinstance(ext, dict):
             _apply_spec_details(ext.get("spec_tokens_details"), res)
     res.e2e_s = last_chunk_s - t0 if res.chunks else None
+    if res.accept_length is None and res.spec_verify_ct and res.completion_tokens:
+        # sglext came before the usage chunk, without accept_length (older servers)
+        res.accept_length = res.completion_tokens / res.spec_verify_ct
     if res.finish_reason == "abort":
         res.error = "aborted by server"
     elif not res.chunks:
