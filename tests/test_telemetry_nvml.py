@@ -199,6 +199,20 @@ def test_gpu_lost_before_start_is_listed_and_alerted():
     assert s[2].mem_used_bytes is None and s[1].mem_used_bytes == 0
 
 
+def test_a_gpu_that_refuses_to_open_costs_only_itself():
+    from test_telemetry_fakes import FakeNVMLError
+
+    nv = FakeNvml(fake_gpus(3))
+    real = nv.nvmlDeviceGetHandleByIndex
+    nv.nvmlDeviceGetHandleByIndex = lambda i: (_ for _ in ()).throw(FakeNVMLError(4)) if i == 1 else real(i)
+    events = NvmlBackend(nv).sample()
+    notes = [e for e in events if isinstance(e, Note)]
+    assert len(notes) == 1 and "GPU 1" in notes[0].text
+    s = gpu_samples(events)
+    assert [g.index for g in s] == [0, 1, 2]
+    assert s[1].mem_used_bytes is None and s[0].mem_used_bytes == 0 and s[2].mem_used_bytes == 0
+
+
 def test_xid_event_becomes_an_alert():
     nv = FakeNvml(fake_gpus(2))
     b = NvmlBackend(nv)

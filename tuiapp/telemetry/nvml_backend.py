@@ -20,7 +20,7 @@ from collections import deque
 from dataclasses import dataclass, field
 from typing import Any
 
-from tuiapp.events import Alert, GpuSample, _Event
+from tuiapp.events import Alert, GpuSample, Note, _Event
 from tuiapp.telemetry.backend import Backend, call_in_threads
 from tuiapp.telemetry.counters import WrapCounter, interval_rate, link_max_bytes_s, wrap_time_s
 
@@ -155,7 +155,11 @@ class NvmlBackend(Backend):
                 self._on_error(g, "handle", exc)
             except _GpuLost:
                 return g  # listed, alerted once, n/a from the first sample
-            raise
+            # Any other refusal (no permission, ...) costs this GPU, not the others.
+            g.lost = True
+            self._pending.append(Note(level="warning", source="nvml",
+                                      text=f"GPU {index}: cannot open it ({exc}); shown as n/a"))
+            return g
         g = _Gpu(index=index, handle=h)
         g.uuid = self._static(lambda: _text(nv.nvmlDeviceGetUUID(h)))
         g.name = self._static(lambda: _text(nv.nvmlDeviceGetName(h)))
