@@ -206,3 +206,22 @@ async def test_stopping_the_server_from_the_ui_skips_the_trial(tmp_path):
     assert ("only", "skipped") in phases and ("only", "done") not in phases
     assert list(ledger.rows) == ["broken"]  # the skipped trial is no result: --resume runs it
     assert session.exit_code == 1  # the first trial, the reference of the rest, has no result
+
+
+async def test_a_ledger_that_cannot_be_written_does_not_stop_the_plan(tmp_path):
+    from tuiapp.events import Note, TrialResult
+    from tuiapp.trials.ledger import Ledger
+    from tuiapp.trials.plan import load_plan
+    from tuiapp.trials.runner import RunnerOptions
+    from tuiapp.trials.session import build_trials_session
+
+    plan = load_plan(DATA / "tiny.toml")
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")  # the ledger's folder is a file: every save fails
+    options = RunnerOptions(ledger_path=blocker / "l.json", sim_speed=100.0, telemetry="off")
+    session, _runner = build_trials_session(plan, plan.all()[:2], Ledger(), options)
+    sub = session.bus.subscribe("test")
+    await asyncio.wait_for(session.run_sources(), 60)
+    events = sub.drain()
+    assert [e.name for e in events if isinstance(e, TrialResult)] == ["only", "broken"]
+    assert any(isinstance(e, Note) and "ledger not saved" in e.text for e in events)

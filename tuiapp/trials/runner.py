@@ -106,7 +106,7 @@ class PlanRunner:
                                        message="stopped by the user"))
                 continue
             self.ledger.add(row)
-            self._save()
+            self._save(bus)
             final = self.ledger.rows[row.name]
             bus.publish(TrialResult(name=final.name, status=final.status, row=final.model_dump(mode="json")))
         for line in self.ledger.attribution():
@@ -119,10 +119,15 @@ class PlanRunner:
     def _resumed(self, cfg: TrialConfig) -> bool:
         return self.options.resume and self.ledger.done(cfg.name, cfg.fingerprint())
 
-    def _save(self) -> None:
-        if self.options.ledger_path is not None:
+    def _save(self, bus: EventBus) -> None:
+        if self.options.ledger_path is None:
+            return
+        try:
             self.ledger.save(self.options.ledger_path, markdown=self.options.ledger_md,
                              csv_path=self.options.ledger_csv)
+        except OSError as exc:  # a full disk costs the file, not the plan (the recording has it all)
+            bus.publish(Note(level="error", source="trials",
+                             text=f"ledger not saved: {exc.strerror or exc} ({exc.filename or ''})"))
 
     # ------------------------------------------------------------ one trial
 
