@@ -26,17 +26,17 @@ from typing import Any
 
 from tuiapp.events import LogLine, ServerState, ServerStats
 from tuiapp.logwatch.batchstats import parse_batch_line
-from tuiapp.logwatch.classify import EXC_RE, Finding, classify
+from tuiapp.logwatch.classify import _TB_HEAD, EXC_RE, Finding, classify
 from tuiapp.logwatch.grouping import AlertGrouper
 from tuiapp.logwatch.lines import Line, LineSplitter
 from tuiapp.logwatch.prefix import CPP_LOG_RE, TORCH_RANK_RE, parse_sglang_prefix
+from tuiapp.server.output import READY_LINE
 
 IDLE_S = 0.03
 TB_WAIT_S = 1.0
 MAX_RECORD_LINES = 2000
 POLL_S = 0.02
-READY_TEXT = "The server is fired up and ready to roll"
-_TB_HEAD = "Traceback (most recent call last)"
+READY_TEXT = READY_LINE.decode()
 _CHAIN_MARKERS = ("The above exception was the direct cause", "During handling of the above exception")
 
 _STANDALONE_RE = re.compile(
