@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "run the reference campaign (campaign.md) on the built-in SGLang simulator"
+HELP = "run the reference tuning campaign (8 trials) on the built-in SGLang simulator"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:

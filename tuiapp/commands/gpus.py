@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-HELP = "Show each GPU's memory, utilisation, PCIe throughput, link, power and temperature once."
+HELP = "show each GPU's memory, utilisation, PCIe throughput, link, power and temperature once"
 
 EPILOG = """\
 Takes two samples --interval apart so PCIe rates are real averages, not guesses.
