@@ -115,5 +115,6 @@ def run_single_trial(trial, args: argparse.Namespace, *, record_path, log_path, 
                                             record_path=record_path)
     session.header["mode"] = "launch"
     code = run_session(session, headless=args.headless, theme=args.theme)
-    print(f"server log: {log_path}")
+    if log_path.exists():  # nothing was launched when preflight refused the command
+        print(f"server log: {log_path}")
     return code
