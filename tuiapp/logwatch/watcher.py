@@ -105,9 +105,10 @@ class LogWatcher:
     from different threads (a lock serialises them), e.g. a pipe reader and a timer."""
 
     def __init__(self, publish: Callable[[Any], None], *, group_window_s: float = 2.0,
-                 idle_s: float = IDLE_S, log_lines: bool = True) -> None:
+                 idle_s: float = IDLE_S, log_lines: bool = True, ready_events: bool = True) -> None:
         self._publish = publish
         self._log_lines = log_lines  # False: no LogLine events (logscan needs only the summary)
+        self._ready_events = ready_events  # False: the launcher reports readiness itself
         self.idle_s = idle_s
         self._lines = LineSplitter()
         self._open: Record | None = None
@@ -387,7 +388,8 @@ class LogWatcher:
             self._publish(ServerStats.model_construct(t_s=time.time(), source=source, dp_rank=rec.dp, **fields))
         elif msg.startswith(READY_TEXT):
             self.ready = True
-            self._publish(ServerState(state="ready", message=msg.strip()))
+            if self._ready_events:
+                self._publish(ServerState(state="ready", message=msg.strip()))
 
     def _finish(self, rec: Record, keep_last: bool = True) -> None:
         texts = rec.texts

@@ -16,7 +16,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from tuiapp.bus import EventBus
-from tuiapp.events import BenchState, Note, ServerState, TrialResult, TrialState, _Event
+from tuiapp.events import BenchState, Note, TrialResult, TrialState, _Event
 from tuiapp.trials.collector import TrialCollector
 from tuiapp.trials.diff import config_diff, confound_warning, diff_dict, knobs
 from tuiapp.trials.flags import Flag
@@ -213,7 +213,7 @@ class PlanRunner:
         from tuiapp.server.launcher import LaunchError, ServerProcess
 
         # The launcher reports readiness itself (line or /health): one "ready" is enough.
-        watcher = LogWatcher(lambda e: None if isinstance(e, ServerState) else observe(e))
+        watcher = LogWatcher(observe, ready_events=False)
         log_path = self.options.log_file
         if log_path is None and self.options.log_dir is not None:
             self.options.log_dir.mkdir(parents=True, exist_ok=True)
