@@ -97,8 +97,13 @@ def serving_exception(last_lines: str) -> str:
     )
 
 
+def _free_gib(used_gib: float) -> float:
+    """What torch would call free on a GPU with ``used_gib`` in use (the driver keeps its part)."""
+    return model.GPU_MEM_TOTAL_BYTES / model.GIB - used_gib - model.GPU_MEM_RESERVED_BYTES / model.GIB
+
+
 def serving_oom(gpu: int, used_gib: float) -> str:
-    free = model.GPU_MEM_TOTAL_BYTES / model.GIB - used_gib - model.GPU_MEM_RESERVED_BYTES / model.GIB
+    free = _free_gib(used_gib)
     return serving_exception(
         f'  File "{SG}/model_executor/model_runner.py", line 2301, in forward\n'
         "    output = self._forward_raw(\n"
@@ -223,7 +228,7 @@ def ep_assertion() -> str:
 
 
 def ep_oom(gpu: int, used_gib: float) -> str:
-    free = model.GPU_MEM_TOTAL_BYTES / model.GIB - used_gib - model.GPU_MEM_RESERVED_BYTES / model.GIB
+    free = _free_gib(used_gib)
     return (
         _SCHED_HEAD + _INIT_FRAMES
         + f'  File "{SG}/model_executor/model_runner.py", line 641, in initialize\n'
@@ -236,7 +241,7 @@ def ep_oom(gpu: int, used_gib: float) -> str:
 
 
 def load_oom(gpu: int, used_gib: float) -> str:
-    free = model.GPU_MEM_TOTAL_BYTES / model.GIB - used_gib - model.GPU_MEM_RESERVED_BYTES / model.GIB
+    free = _free_gib(used_gib)
     return (
         _SCHED_HEAD + _INIT_FRAMES
         + f'  File "{SG}/model_executor/model_runner.py", line 1320, in load_model\n'
@@ -262,7 +267,7 @@ def kv_not_enough(mem_fraction: float) -> str:
 
 
 def graph_oom(gpu: int, used_gib: float) -> str:
-    free = model.GPU_MEM_TOTAL_BYTES / model.GIB - used_gib - model.GPU_MEM_RESERVED_BYTES / model.GIB
+    free = _free_gib(used_gib)
     line = torch_oom(gpu, 1.5, max(free, 0.01), used_gib, used_gib - 2.0)
     return capture_failed(line, line.split(": ", 1)[1])
 

@@ -67,22 +67,15 @@ def _text(value: Any) -> str | None:
     return value.decode(errors="replace") if isinstance(value, bytes) else str(value)
 
 
+# nvmlValueType_t -> (union member, bit width); anything else is a double
+_FIELD_TYPES = {1: ("uiVal", 32), 2: ("ulVal", 64), 3: ("ullVal", 64), 4: ("sllVal", 64),
+                5: ("siVal", 32), 6: ("usVal", 16)}
+
+
 def field_int(fv: Any) -> tuple[int | float, int]:
     """(value, bit width) of one nvmlFieldValue_t, by its valueType."""
-    t = fv.valueType
-    if t == 1:
-        return fv.value.uiVal, 32
-    if t == 2:
-        return fv.value.ulVal, 64
-    if t == 3:
-        return fv.value.ullVal, 64
-    if t == 4:
-        return fv.value.sllVal, 64
-    if t == 5:
-        return fv.value.siVal, 32
-    if t == 6:
-        return fv.value.usVal, 16
-    return fv.value.dVal, 64
+    member, bits = _FIELD_TYPES.get(fv.valueType, ("dVal", 64))
+    return getattr(fv.value, member), bits
 
 
 def field_time_s(fv: Any) -> float:

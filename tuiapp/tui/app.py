@@ -160,20 +160,18 @@ class DashboardApp(App[int]):
             self.notify("benchmark loop: pause requested")
 
     def action_restart_trial(self) -> None:
-        def answered(yes: bool | None) -> None:
-            if yes:
-                self.session.controls.restart_trial()
-                self.notify("restart requested")
-
-        self.push_screen(ConfirmScreen("Restart the current trial?"), answered)
+        self._confirmed("Restart the current trial?", self.session.controls.restart_trial, "restart requested")
 
     def action_stop_server(self) -> None:
+        self._confirmed("Stop the server?", self.session.controls.stop_server, "stop requested")
+
+    def _confirmed(self, question: str, act, done: str) -> None:
         def answered(yes: bool | None) -> None:
             if yes:
-                self.session.controls.stop_server()
-                self.notify("stop requested")
+                act()
+                self.notify(done)
 
-        self.push_screen(ConfirmScreen("Stop the server?"), answered)
+        self.push_screen(ConfirmScreen(question), answered)
 
     def action_open_log(self) -> None:
         from tuiapp.tui.screens.log_view import LogScreen
