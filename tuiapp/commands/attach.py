@@ -11,19 +11,14 @@ _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from tuiapp.bench.cli_args import add_bench_arguments
+
     parser.add_argument("url", help="server base URL, e.g. http://127.0.0.1:30000")
     parser.add_argument("--api-key", metavar="KEY", help="sent as 'Authorization: Bearer KEY' (never printed or recorded)")
     parser.add_argument("--headless", action="store_true", help="no UI: one line per run on stdout")
-    parser.add_argument("--runs", type=int, metavar="N", help="stop after N runs (default: until stopped)")
     parser.add_argument("--summary", metavar="FILE", help="write a JSON summary of the runs at the end")
     parser.add_argument("--record", metavar="FILE", help="record every event to FILE for replay")
-    parser.add_argument("--api", choices=["generate", "completions", "chat"], default="generate")
-    parser.add_argument("--concurrency", type=int, default=1, metavar="N", help="closed-loop concurrent streams")
-    parser.add_argument("--requests-per-run", type=int, metavar="K", help="requests in one run (default: = concurrency)")
-    parser.add_argument("--max-new-tokens", type=int, default=256, metavar="N")
-    parser.add_argument("--prompts", metavar="FILE.jsonl", help="prompt file (default: the reference short prompts)")
     parser.add_argument("--input-tokens", type=int, metavar="N", help="synthetic prompts of exactly N tokens")
-    parser.add_argument("--warmup", type=int, default=1, metavar="N", help="uncounted warm-up requests (default 1)")
     parser.add_argument("--no-ignore-eos", action="store_true", help="let the model stop at EOS")
     parser.add_argument("--no-flush-cache", action="store_true", help="do not flush the server cache after warm-up")
     parser.add_argument("--model", help="model name for the OpenAI APIs (default: the first of /v1/models)")
@@ -39,6 +34,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dcgm", action="append", metavar="URL", help="a dcgm-exporter to read remote GPUs from")
     parser.add_argument("--theme", help="UI theme")
+    add_bench_arguments(parser)
 
 
 def _settings(args: argparse.Namespace) -> Any:

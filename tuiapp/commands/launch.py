@@ -13,6 +13,8 @@ HELP = "launch an SGLang server (default: python -m sglang.launch_server ...), w
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
+    from tuiapp.bench.cli_args import add_bench_arguments
+
     parser.add_argument("server", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND",
                         help="the server command after '--'; flags alone are appended to "
                              "'python -m sglang.launch_server'")
@@ -27,18 +29,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--telemetry", choices=["auto", "nvml", "sim", "off"], default="auto")
     parser.add_argument("--theme", help="TUI theme")
     add_bench_arguments(parser)
-
-
-def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
-    """The benchmark options a launched trial takes (shared with ``demo``)."""
-    group = parser.add_argument_group("benchmark loop")
-    group.add_argument("--runs", type=int, metavar="N", help="stop after N runs (default: until stopped)")
-    group.add_argument("--concurrency", type=int, default=1, metavar="N")
-    group.add_argument("--requests-per-run", type=int, metavar="K", help="default: = concurrency")
-    group.add_argument("--max-new-tokens", type=int, default=256, metavar="N")
-    group.add_argument("--warmup", type=int, default=1, metavar="N", help="uncounted warm-up requests")
-    group.add_argument("--api", choices=["generate", "completions", "chat"], default="generate")
-    group.add_argument("--prompts", metavar="FILE.jsonl", help="prompt file (default: the reference short prompts)")
 
 
 def run(args: argparse.Namespace) -> int:
