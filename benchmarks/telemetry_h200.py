@@ -60,6 +60,32 @@ def sampler_thread_cpu_s() -> float:
     return sum(t.user_time + t.system_time for t in psutil.Process().threads() if t.id in ids)
 
 
+def _field_reads(b) -> int:
+    """PCIe counter reads so far (both the poll thread's and the samples')."""
+    return b.counter_reads
+
+
+class CpuTrace:
+    """The sampler threads' CPU seconds every 0.25 s, to cut per-phase CPU out of one run."""
+
+    def __init__(self) -> None:
+        self.points: list[tuple[float, float]] = []
+        self.halt = threading.Event()
+        self.thread = threading.Thread(target=self.run, name="cpu-trace", daemon=True)
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            self.points.append((time.time(), sampler_thread_cpu_s()))
+            time.sleep(0.25)
+
+    def pct_core(self, ta: float, tb: float) -> float:
+        inside = [p for p in self.points if ta <= p[0] <= tb]
+        if len(inside) < 2:
+            return float("nan")
+        (t0, c0), (t1, c1) = inside[0], inside[-1]
+        return (c1 - c0) / (t1 - t0) * 100
+
+
 def per_call_spaced(fn, n: int, gap_s: float) -> tuple[float, float]:
     """(wall µs, thread-CPU µs) per call when calls are ``gap_s`` apart, as the poll thread
     makes them (a call after a pause can cost more than back-to-back ones)."""
@@ -272,21 +298,49 @@ async def main_async(args) -> dict:
     results["call_costs_us"] = {k: {"wall": w, "cpu": c} for k, (w, c) in costs.items()}
     b.close()
 
-    section(f"sampler CPU, GPU idle, {args.idle_s:.0f} s at the default 1 s interval")
-    b = NvmlBackend(nv)
-    poll_ms = b.poll_period_s * 1e3 if b.poll_period_s else None
-    p0 = time.process_time()
-    events, cpu, wall = await sample_while(b, args.idle_s)
-    proc_cpu = time.process_time() - p0
-    n_gpu = len(b.gpus)
-    print(f"poll period {poll_ms} ms; sampler threads: {cpu / wall * 100:.3f}% of one core "
-          f"({cpu / wall * 100 / n_gpu:.3f}% per GPU, {n_gpu} GPU); whole process incl. asyncio "
-          f"watchdog: {proc_cpu / (wall + 1.8) * 100:.3f}%")
-    last = [e for e in events if e.kind == "gpu"][-1]
-    print("last idle sample:", last.model_dump_json())
-    results["idle_cpu"] = {"sampler_pct_core": cpu / wall * 100, "per_gpu_pct": cpu / wall * 100 / n_gpu,
-                           "process_pct_core": proc_cpu / (wall + 1.8) * 100, "poll_period_ms": poll_ms,
-                           "gaps": b.gpus[0].tx.gaps}
+    results["idle_cpu"] = {}
+    for mode in ("adaptive", "fixed"):
+        section(f"sampler CPU, GPU idle, {args.idle_s:.0f} s at the default 1 s interval, "
+                f"PCIe poll {mode}")
+        b = NvmlBackend(nv, pcie_poll=mode)
+        poll_ms = b.poll_period_s * 1e3 if b.poll_period_s else None
+        reads0 = _field_reads(b)
+        p0 = time.process_time()
+        events, cpu, wall = await sample_while(b, args.idle_s)
+        proc_cpu = time.process_time() - p0
+        n_gpu = len(b.gpus)
+        print(f"{b.describe()}\nsampler threads: {cpu / wall * 100:.3f}% of one core "
+              f"({cpu / wall * 100 / n_gpu:.3f}% per GPU, {n_gpu} GPU); whole process incl. asyncio "
+              f"watchdog: {proc_cpu / (wall + 1.8) * 100:.3f}%; counter reads "
+              f"{(_field_reads(b) - reads0) / (wall + 1.5):.1f}/s; quiet: {b.gpus[0].cadence.quiet}")
+        last = [e for e in events if e.kind == "gpu"][-1]
+        print("last idle sample:", last.model_dump_json())
+        results["idle_cpu"][mode] = {
+            "sampler_pct_core": cpu / wall * 100, "per_gpu_pct": cpu / wall * 100 / n_gpu,
+            "process_pct_core": proc_cpu / (wall + 1.8) * 100, "poll_period_ms": poll_ms,
+            "gaps": b.gpus[0].tx.gaps}
+
+    results["load_cpu"] = {}
+    load_phases = [{"name": "idle", "kind": "idle", "dur_s": 4.0},
+                   {"name": "h2d full", "kind": "h2d", "rate": None, "dur_s": args.phase_s + 4},
+                   {"name": "d2h 10 GB/s", "kind": "d2h", "rate": 10 * GB, "dur_s": args.phase_s + 4},
+                   {"name": "h2d 1 GB/s", "kind": "h2d", "rate": 1 * GB, "dur_s": args.phase_s + 4}]
+    for mode in ("adaptive", "fixed"):
+        section(f"sampler CPU under copy loads, PCIe poll {mode}")
+        b = NvmlBackend(nv, pcie_poll=mode)
+        trace = CpuTrace()
+        trace.thread.start()
+        proc, lines, done = start_load(load_phases)
+        events, cpu, wall = await sample_while(b, None, until=done)
+        proc.wait()
+        trace.halt.set()
+        rows = {}
+        for ph in (x for x in lines if x.get("event") == "phase" and x["kind"] != "idle"):
+            pct = trace.pct_core(ph["t0"] + 1.0, ph["t1"] - 0.5)
+            rows[ph["name"]] = pct
+            print(f"  {ph['name']:<12} sampler {pct:.3f}% of one core per GPU")
+        print(f"  counter gaps (n/a intervals) tx={b.gpus[0].tx.gaps} rx={b.gpus[0].rx.gaps}")
+        results["load_cpu"][mode] = rows
 
     rates = [5 * GB, 10 * GB, 20 * GB, None]
     phases = copy_phases(args.phase_s, rates)

@@ -36,6 +36,7 @@ class FakeGpu:
     hang: threading.Event | None = None  # utilization call blocks until set
     calls: dict[str, int] = field(default_factory=dict)
     nvlink_links: int = 0
+    base_bytes: dict[str, tuple[float, float]] = field(default_factory=dict)  # set_rates()
 
 
 class FakeNvml(SimpleNamespace):
@@ -76,8 +77,22 @@ class FakeNvml(SimpleNamespace):
             raise FakeNVMLError(3)
         return g
 
-    def counter(self, g: FakeGpu, rate: float) -> int:
-        return int(rate * (self.now - self.t0)) % (1 << 32)
+    def set_rates(self, g: FakeGpu, *, tx_bytes_s: float | None = None,
+                  rx_bytes_s: float | None = None) -> None:
+        """Change a GPU's traffic from now on (the counters keep what they counted)."""
+        for direction, rate in (("tx", tx_bytes_s), ("rx", rx_bytes_s)):
+            if rate is None:
+                continue
+            base = self.bytes_so_far(g, direction)
+            g.base_bytes[direction] = (base, self.now)
+            setattr(g, f"{direction}_bytes_s", rate)
+
+    def bytes_so_far(self, g: FakeGpu, direction: str) -> float:
+        base, since = g.base_bytes.get(direction, (0.0, self.t0))
+        return base + getattr(g, f"{direction}_bytes_s") * (self.now - since)
+
+    def counter(self, g: FakeGpu, direction: str) -> int:
+        return int(self.bytes_so_far(g, direction)) % (1 << 32)
 
     # -- init / system
     def nvmlInit(self) -> None:
@@ -154,8 +169,7 @@ class FakeNvml(SimpleNamespace):
             fid, scope = fid if isinstance(fid, tuple) else (fid, 0)
             ret, vtype, value = 3, 1, SimpleNamespace(uiVal=0, ullVal=0)
             if fid in (197, 198) and g.counters:
-                rate = g.tx_bytes_s if fid == 197 else g.rx_bytes_s
-                ret, value = 0, SimpleNamespace(uiVal=self.counter(g, rate))
+                ret, value = 0, SimpleNamespace(uiVal=self.counter(g, "tx" if fid == 197 else "rx"))
             elif fid == 91:
                 ret, value = 0, SimpleNamespace(uiVal=g.nvlink_links)
             elif fid in (138, 139) and scope < g.nvlink_links:

@@ -24,8 +24,10 @@ class Backend:
     #: when True, wait_events() is worth a thread of its own
     has_events: bool = False
 
-    def poll(self) -> None:
-        """Read fast-moving counters; called from the poll thread every ``poll_period_s``."""
+    def poll(self) -> float | None:
+        """Read fast-moving counters; called from the poll thread every ``poll_period_s``,
+        or after the seconds it returns when it returns a number."""
+        return None
 
     def sample(self) -> list[_Event]:
         """One GpuSample per GPU (averaged since the previous call), plus alerts and notes."""
@@ -55,10 +57,10 @@ class MultiBackend(Backend):
         self.has_events = any(b.has_events for b in backends)
         self.name = "+".join(b.name for b in backends)
 
-    def poll(self) -> None:
-        for b in self.backends:
-            if b.poll_period_s:
-                b.poll()
+    def poll(self) -> float | None:
+        delays = [b.poll() for b in self.backends if b.poll_period_s]
+        numbers = [d for d in delays if d is not None]
+        return min(numbers) if numbers else None
 
     def sample(self) -> list[_Event]:
         # remote sources (HTTP with their own timeouts) run beside the first (local) one, so a

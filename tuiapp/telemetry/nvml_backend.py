@@ -6,8 +6,10 @@ again once NVML says NOT_SUPPORTED (shown as n/a). A GPU that reports GPU_IS_LOS
 alerted once and then only shows n/a.
 
 PCIe: the 32-bit byte counters (fields 197/198) are read by :meth:`NvmlBackend.poll`
-every ``poll_period_s`` (under one wrap at the link's top speed) and unwrapped, so each
-sample is the exact average over the display interval. GPUs without the counters fall back
+every ``poll_period_s`` (under one wrap at the link's top speed) while there is traffic,
+and every 0.2-0.3 s while a GPU is quiet (``counters.Cadence``: a read costs ~0.9 ms of
+driver CPU on an H200), and unwrapped, so each sample is the exact average over the
+display interval. GPUs without the counters fall back
 to ``nvmlDeviceGetPcieThroughput`` (a blocking 20 ms snapshot), all GPUs and both
 directions at once in parallel threads.
 """
@@ -22,7 +24,14 @@ from typing import Any
 
 from tuiapp.events import Alert, GpuSample, Note, _Event
 from tuiapp.telemetry.backend import Backend, call_in_threads
-from tuiapp.telemetry.counters import WrapCounter, interval_rate, link_max_bytes_s, wrap_time_s
+from tuiapp.telemetry.counters import (
+    STRICT_WRAP_FRACTION,
+    Cadence,
+    WrapCounter,
+    interval_rate,
+    link_max_bytes_s,
+    wrap_time_s,
+)
 
 FI_PCIE_TX_BYTES = 197  # NVML_FI_DEV_PCIE_COUNT_TX_BYTES
 FI_PCIE_RX_BYTES = 198  # NVML_FI_DEV_PCIE_COUNT_RX_BYTES
@@ -100,6 +109,8 @@ class _Gpu:
     pcie: str | None = None  # "counters" | "throughput" | None
     tx: WrapCounter = field(default_factory=WrapCounter)
     rx: WrapCounter = field(default_factory=WrapCounter)
+    cadence: Cadence | None = None
+    next_read_s: float = 0.0  # clock time the poll thread reads this GPU's counters next
     prev_marks: Any = None
     nvlink_links: list[int] = field(default_factory=list)
     nvlink_prev: tuple[float, float, float] | None = None
@@ -111,13 +122,22 @@ class NvmlBackend(Backend):
     name = "nvml"
 
     def __init__(self, nv: Any, *, pcie_method: str = "auto",
-                 poll_period_s: float | None = None) -> None:
+                 poll_period_s: float | None = None, pcie_poll: str = "adaptive",
+                 clock: Any = time.monotonic) -> None:
         """Initialise NVML (raises the module's NVMLError when it cannot) and probe GPUs.
 
         ``pcie_method``: "auto" (counters where supported, else throughput), "counters"
         or "throughput" (forces that method, for comparisons).
+        ``pcie_poll``: "adaptive" (slower reads while a GPU is quiet) or "fixed" (every
+        ``poll_period_s`` always). ``clock``: seconds, for scheduling the reads (tests pass
+        their fake clock).
         """
+        if pcie_poll not in ("adaptive", "fixed"):
+            raise ValueError(f"pcie_poll must be 'adaptive' or 'fixed', not {pcie_poll!r}")
         self.nv = nv
+        self.pcie_poll = pcie_poll
+        self._clock = clock
+        self.counter_reads = 0  # PCIe counter reads so far, for the cost benchmarks
         nv.nvmlInit()
         self._lock = threading.Lock()  # poll() vs sample(): one counter reader at a time
         self._pending: deque[_Event] = deque()
@@ -127,7 +147,10 @@ class NvmlBackend(Backend):
         counted = [g for g in self.gpus if g.pcie == "counters"]
         if counted:
             shortest_wrap_s = min(g.tx.max_gap_s for g in counted)
-            self.poll_period_s = poll_period_s or min(0.05, 0.7 * shortest_wrap_s)
+            self.poll_period_s = poll_period_s or STRICT_WRAP_FRACTION * shortest_wrap_s
+            for g in counted:
+                g.cadence = Cadence(self.poll_period_s, min(g.tx.bits, g.rx.bits),
+                                    adaptive=pcie_poll == "adaptive", seed=g.index)
         self._setup_events()
 
     # ------------------------------------------------------------------ setup
@@ -215,6 +238,8 @@ class NvmlBackend(Backend):
         methods = {g.pcie for g in self.gpus}
         if methods == {"counters"}:
             pcie = f"PCIe from 32-bit byte counters read every {self.poll_period_s * 1e3:.0f} ms"
+            if self.pcie_poll == "adaptive":
+                pcie += " (0.2-0.3 s while a GPU is quiet)"
         elif methods == {"throughput"}:
             pcie = "PCIe from nvmlDeviceGetPcieThroughput (20 ms snapshots)"
         elif methods == {None}:
@@ -256,12 +281,20 @@ class NvmlBackend(Backend):
 
     def _update_counters(self, g: _Gpu, fvs: Any) -> None:
         tx, rx = fvs[0], fvs[1]
+        trust = g.cadence.trusted_bytes() if g.cadence else None
+        prev_s = g.rx.t_s if g.rx.t_s is not None else g.tx.t_s
+        deltas, t_s = [], None
         if tx.nvmlReturn == 0:
-            g.tx.update(int(field_int(tx)[0]), field_time_s(tx))
+            t_s = field_time_s(tx)
+            deltas.append(g.tx.update(int(field_int(tx)[0]), t_s, trust))
         if rx.nvmlReturn == 0:
-            g.rx.update(int(field_int(rx)[0]), field_time_s(rx))
+            t_s = field_time_s(rx)
+            deltas.append(g.rx.update(int(field_int(rx)[0]), t_s, trust))
+        if g.cadence and t_s is not None and prev_s is not None:
+            g.cadence.observe(deltas, t_s - prev_s, t_s)
 
     def _read_counters(self, g: _Gpu) -> None:
+        self.counter_reads += 1
         try:
             fvs = self.nv.nvmlDeviceGetFieldValues(g.handle, [FI_PCIE_TX_BYTES, FI_PCIE_RX_BYTES])
         except self.nv.NVMLError as exc:
@@ -274,11 +307,20 @@ class NvmlBackend(Backend):
             return
         self._update_counters(g, fvs)
 
-    def poll(self) -> None:
+    def poll(self) -> float | None:
+        """Read the counters of every GPU that is due; returns the seconds until the next
+        one is (the poll thread sleeps that long)."""
         with self._lock:
+            now = self._clock()
+            due: list[float] = []
             for g in self.gpus:
-                if g.pcie == "counters" and not g.lost:
+                if g.pcie != "counters" or g.lost:
+                    continue
+                if now >= g.next_read_s - 0.001:
                     self._read_counters(g)
+                    g.next_read_s = now + (g.cadence.period_s() if g.cadence else self.poll_period_s or 0.05)
+                due.append(g.next_read_s)
+        return min(1.0, max(0.001, min(due) - now)) if due else None
 
     # ------------------------------------------------------------------ sample
 

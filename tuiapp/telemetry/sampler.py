@@ -19,9 +19,10 @@ Publish = Callable[[_Event], None]
 
 
 class _Loop:
-    """One daemon thread calling ``fn`` every ``period_s`` on a fixed schedule."""
+    """One daemon thread calling ``fn`` every ``period_s`` on a fixed schedule, or, when
+    ``fn`` returns a number, that many seconds after the call."""
 
-    def __init__(self, name: str, fn: Callable[[], None], period_s: float,
+    def __init__(self, name: str, fn: Callable[[], float | None], period_s: float,
                  halt: threading.Event) -> None:
         self.name = name
         self.fn = fn
@@ -35,13 +36,14 @@ class _Loop:
         next_t = time.monotonic()
         while not self.halt.is_set():
             self.busy_since = time.monotonic()
+            delay_s = None
             try:
-                self.fn()
+                delay_s = self.fn()
             finally:
                 self.busy_since = None
                 self.calls += 1
-            next_t += self.period_s
             now = time.monotonic()
+            next_t = now + delay_s if isinstance(delay_s, (int, float)) else next_t + self.period_s
             if next_t < now:  # overran: skip the missed ticks rather than burst
                 next_t = now
             self.halt.wait(next_t - now)
@@ -79,12 +81,13 @@ class SamplerThreads:
             self._errors_seen.add(text)
             self.publish(Note(level="warning", text=text, source=self.backend.name))
 
-    def _guard(self, fn: Callable[[], None]) -> Callable[[], None]:
-        def run() -> None:
+    def _guard(self, fn: Callable[[], float | None]) -> Callable[[], float | None]:
+        def run() -> float | None:
             try:
-                fn()
+                return fn()
             except Exception as exc:
                 self._note_error(exc)
+                return None
         return run
 
     def _sample(self) -> None:
@@ -170,12 +173,12 @@ async def run_gpu_sampler(publish: Publish, backend: Backend | None, *, interval
         threads.stop()
 
 
-def _quiet(fn: Callable[[], None]) -> Callable[[], None]:
-    def run() -> None:
+def _quiet(fn: Callable[[], float | None]) -> Callable[[], float | None]:
+    def run() -> float | None:
         try:
-            fn()
+            return fn()
         except Exception:
-            pass  # the next sample() reports what is wrong
+            return None  # the next sample() reports what is wrong
     return run
 
 
