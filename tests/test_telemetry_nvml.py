@@ -254,6 +254,17 @@ def test_open_backend_with_fake_driver(monkeypatch):
         open_backend("bogus")
 
 
+def test_pcie_poll_env_picks_the_cadence_and_a_bad_value_says_so(monkeypatch):
+    monkeypatch.setitem(sys.modules, "pynvml", FakeNvml(fake_gpus(1)))
+    assert open_backend()[0].pcie_poll == "adaptive"
+    monkeypatch.setenv("TUIAPP_PCIE_POLL", "fixed")
+    backend, note = open_backend()
+    assert backend.pcie_poll == "fixed" and "while a GPU is quiet" not in note
+    monkeypatch.setenv("TUIAPP_PCIE_POLL", "often")
+    assert open_backend() == (None, "telemetry off: TUIAPP_PCIE_POLL must be 'adaptive' or "
+                                    "'fixed', not 'often'")
+
+
 # ------------------------------------------------------------------ sampler
 
 

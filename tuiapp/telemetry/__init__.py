@@ -30,9 +30,20 @@ _NVML_OFF_REASONS = {
 }
 
 
+PCIE_POLL_ENV = "TUIAPP_PCIE_POLL"  # "adaptive" (default) or "fixed": see counters.Cadence
+
+
 def open_nvml(**kwargs: object) -> tuple[Backend | None, str]:
     """The NVML backend, or None and why not (never raises for a missing driver)."""
+    import os
+
     from tuiapp.telemetry import nvml_backend
+
+    poll = os.environ.get(PCIE_POLL_ENV, "").strip().lower() or "adaptive"
+    if poll not in ("adaptive", "fixed"):
+        return None, (f"telemetry off: {PCIE_POLL_ENV} must be 'adaptive' or 'fixed', "
+                      f"not {os.environ[PCIE_POLL_ENV]!r}")
+    kwargs.setdefault("pcie_poll", poll)
 
     try:
         nv = nvml_backend.load_pynvml()
