@@ -21,14 +21,14 @@ def out(**kw: object) -> None:
 
 
 def copy_phase(host: torch.Tensor, dev: torch.Tensor, direction: str, rate: float | None,
-               dur_s: float) -> dict:
+               dur_s: float, max_bytes: int | None = None) -> dict:
     """Copy CHUNK_BYTES at a time; throttled phases sleep so that the running average never
-    exceeds ``rate`` bytes/s."""
+    exceeds ``rate`` bytes/s; ``max_bytes`` ends the phase early (a burst of known size)."""
     t0 = time.time()
     moved = 0
     while True:
         now = time.time()
-        if now - t0 >= dur_s:
+        if now - t0 >= dur_s or (max_bytes is not None and moved >= max_bytes):
             break
         if rate:
             due = t0 + moved / rate
@@ -55,7 +55,7 @@ def main() -> None:
     for ph in phases:
         kind = ph["kind"]
         if kind in ("h2d", "d2h"):
-            r = copy_phase(host, dev, kind, ph.get("rate"), ph["dur_s"])
+            r = copy_phase(host, dev, kind, ph.get("rate"), ph["dur_s"], ph.get("max_bytes"))
             out(event="phase", name=ph["name"], kind=kind, rate_target=ph.get("rate"), **r)
         elif kind == "idle":
             t0 = time.time()
