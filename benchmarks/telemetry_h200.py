@@ -33,7 +33,7 @@ from importlib import metadata
 import psutil
 import pynvml as nv
 
-from tuiapp.telemetry.counters import WrapCounter
+from tuiapp.telemetry.counters import CALM_S, WrapCounter
 from tuiapp.telemetry.nvml_backend import (
     FI_NVLINK_DATA_RX_KIB,
     FI_NVLINK_DATA_TX_KIB,
@@ -149,13 +149,14 @@ class Reference:
         return (self.total_at(tb, series) - self.total_at(ta, series)) / (tb - ta)
 
 
-async def sample_while(backend, seconds: float | None, until: threading.Event | None = None):
-    """Run run_gpu_sampler; returns (events, sampler-thread CPU s, wall s) measured from 1.5 s
-    after start (threads warm) to the end."""
+async def sample_while(backend, seconds: float | None, until: threading.Event | None = None,
+                       warm_s: float = 1.5):
+    """Run run_gpu_sampler; returns (events, sampler-thread CPU s, wall s) measured from
+    ``warm_s`` after start (threads warm) to the end."""
     events: list = []
     stop = asyncio.Event()
     task = asyncio.create_task(run_gpu_sampler(events.append, backend, interval_s=1.0, stop=stop))
-    await asyncio.sleep(1.5)
+    await asyncio.sleep(warm_s)
     c0, w0 = sampler_thread_cpu_s(), time.monotonic()
     if seconds is not None:
         await asyncio.sleep(seconds)
@@ -306,18 +307,19 @@ async def main_async(args) -> dict:
         poll_ms = b.poll_period_s * 1e3 if b.poll_period_s else None
         reads0 = _field_reads(b)
         p0 = time.process_time()
-        events, cpu, wall = await sample_while(b, args.idle_s)
+        # measured after the adaptive cadence has had CALM_S to go quiet
+        events, cpu, wall = await sample_while(b, args.idle_s, warm_s=CALM_S + 1.0)
         proc_cpu = time.process_time() - p0
         n_gpu = len(b.gpus)
         print(f"{b.describe()}\nsampler threads: {cpu / wall * 100:.3f}% of one core "
               f"({cpu / wall * 100 / n_gpu:.3f}% per GPU, {n_gpu} GPU); whole process incl. asyncio "
-              f"watchdog: {proc_cpu / (wall + 1.8) * 100:.3f}%; counter reads "
-              f"{(_field_reads(b) - reads0) / (wall + 1.5):.1f}/s; quiet: {b.gpus[0].cadence.quiet}")
+              f"watchdog: {proc_cpu / (wall + CALM_S + 1.3) * 100:.3f}%; counter reads "
+              f"{(_field_reads(b) - reads0) / (wall + CALM_S + 1.0):.1f}/s (whole run); quiet: {b.gpus[0].cadence.quiet}")
         last = [e for e in events if e.kind == "gpu"][-1]
         print("last idle sample:", last.model_dump_json())
         results["idle_cpu"][mode] = {
             "sampler_pct_core": cpu / wall * 100, "per_gpu_pct": cpu / wall * 100 / n_gpu,
-            "process_pct_core": proc_cpu / (wall + 1.8) * 100, "poll_period_ms": poll_ms,
+            "process_pct_core": proc_cpu / (wall + CALM_S + 1.3) * 100, "poll_period_ms": poll_ms,
             "gaps": b.gpus[0].tx.gaps}
 
     results["load_cpu"] = {}

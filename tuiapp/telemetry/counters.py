@@ -6,12 +6,13 @@ between two reads, so the counter must be read more often than the wrap time of 
 fastest traffic the link can carry; a longer gap is recorded so that interval's rate is
 reported as unknown rather than silently low.
 
-On an H200 one read costs ~0.9 ms of CPU in the driver (it spins on a GSP call), so reading
+On an H200 one read costs ~0.85 ms of CPU in the driver (it spins on a GSP call), so reading
 every ~60 ms costs ~1.5% of a core per GPU even when nothing moves. :class:`Cadence` reads
 a quiet GPU every 0.2-0.3 s instead and trusts such a long gap only when both counters
-moved by less than 1% of their range: traffic that could have wrapped the counter leaves a
-residue below that with a chance of about 1%, and anything above it marks the interval
-unknown and switches back to the wrap-safe period at once.
+moved by less than a small band (four times the idle traffic, 1 to 9.6 MB, at most
+0.22% of the range): traffic that wrapped the counter leaves a residue in that band with
+a chance of 0.02-0.22%, and anything above it marks the interval unknown and switches back to the
+wrap-safe period at once.
 """
 
 from __future__ import annotations
@@ -32,9 +33,12 @@ DEFAULT_LINK_BYTES_S = 64e9  # gen5 x16, used when the link is unknown
 
 STRICT_WRAP_FRACTION = 0.85  # read within 85% of the top-speed wrap time: ~10 ms of slack for a late thread
 QUIET_PERIOD_S = (0.2, 0.3)  # jittered, so steady traffic cannot alias to a near-zero residue
-QUIET_TRUST_FRACTION = 0.01  # a quiet read is trusted only if it moved < 1% of the range
+QUIET_MAX_BYTES_S = 8e6  # a GPU moving more than this is never quiet
+TRUST_FLOOR_BYTES = 1 << 20  # idle traffic is ~0.1-1 MB/s on an H200: room for its noise
 QUIET_TRUST_MAX_GAP_S = 0.6  # a stalled thread's longer gap is never trusted
-CALM_S = 2.0  # this long under a quarter of the quiet threshold before going quiet
+# this long under a quarter of the quiet threshold before going quiet: short pauses between
+# benchmark runs stay on the strict period, so a run's first second is not n/a
+CALM_S = 5.0
 
 
 def link_max_bytes_s(gen: int | None, width: int | None) -> float:
@@ -105,24 +109,26 @@ class Cadence:
     """How often one GPU's counters are read.
 
     Busy (the start, and whenever traffic is seen): every ``strict_s``, under one wrap at
-    the link's top speed, so no wrap can hide. Quiet (after ``CALM_S`` of reads that each
-    moved under a quarter of the quiet threshold's rate): every 0.2-0.3 s, each read
-    trusted only if both counters moved by at most ``trust_bytes`` (1% of their range);
-    one that moved more ends the quiet spell and its interval is reported unknown (the
-    counter's :meth:`WrapCounter.update` sees the same threshold).
+    the link's top speed, so no wrap can hide. Quiet (after ``CALM_S`` in which no read
+    moved more than ``QUIET_MAX_BYTES_S`` would in a quiet read): every 0.2-0.3 s, each
+    read trusted only if both counters moved by at most ``trust_bytes``: four times the
+    most a calm read moved, scaled to a quiet read, and at least 1 MiB (at most 9.6 MB,
+    from ``QUIET_MAX_BYTES_S``).
+    A read that moved more ends the quiet spell and its interval is reported unknown (the
+    counter's :meth:`WrapCounter.update` sees the same band).
 
-    The one case this cannot catch: traffic that starts and stops within one quiet read
-    and moves a whole multiple of the range within ``trust_bytes`` (4 GiB +- 43 MB for a
-    32-bit counter). ``adaptive=False`` reads every ``strict_s`` always.
+    The one case this cannot catch: traffic that starts within one quiet read and has
+    moved a whole multiple of the range (4 GiB for a 32-bit counter), give or take
+    ``trust_bytes``, by the end of it. ``adaptive=False`` reads every ``strict_s`` always.
     """
 
-    def __init__(self, strict_s: float, bits: int = 32, *, adaptive: bool = True,
-                 seed: int = 0) -> None:
+    def __init__(self, strict_s: float, *, adaptive: bool = True, seed: int = 0) -> None:
         self.strict_s = strict_s
         self.adaptive = adaptive
-        self.trust_bytes = int((1 << bits) * QUIET_TRUST_FRACTION)
+        self.trust_bytes = TRUST_FLOOR_BYTES
         self.quiet = False
         self.calm_since_s: float | None = None
+        self.calm_peak_bytes = 0.0  # most a calm read moved, scaled to a quiet read's length
         self._rng = random.Random(seed)
 
     def trusted_bytes(self) -> int | None:
@@ -134,18 +140,20 @@ class Cadence:
     def observe(self, deltas: list[int | None], gap_s: float, t_s: float) -> None:
         """Update the mode after a read that moved the counters by ``deltas`` in ``gap_s``."""
         moved = max((d for d in deltas if d is not None), default=None)
-        if not self.adaptive or moved is None:
+        if not self.adaptive or moved is None or gap_s <= 0:
             return
         if self.quiet:
             if moved > self.trust_bytes:
                 self.quiet = False
                 self.calm_since_s = None
             return
-        calm_bytes_s = self.trust_bytes / QUIET_PERIOD_S[1] / 4
-        if gap_s > 0 and moved <= calm_bytes_s * gap_s:
-            if self.calm_since_s is None:
-                self.calm_since_s = t_s
-            elif t_s - self.calm_since_s >= CALM_S:
-                self.quiet = True
-        else:
+        as_quiet_read = moved * QUIET_PERIOD_S[1] / min(gap_s, QUIET_PERIOD_S[1])
+        if as_quiet_read > QUIET_MAX_BYTES_S * QUIET_PERIOD_S[1]:
             self.calm_since_s = None
+            return
+        if self.calm_since_s is None:
+            self.calm_since_s, self.calm_peak_bytes = t_s, 0.0
+        self.calm_peak_bytes = max(self.calm_peak_bytes, as_quiet_read)
+        if t_s - self.calm_since_s >= CALM_S:
+            self.quiet = True
+            self.trust_bytes = int(max(4 * self.calm_peak_bytes, TRUST_FLOOR_BYTES))

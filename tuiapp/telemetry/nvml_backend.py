@@ -149,8 +149,8 @@ class NvmlBackend(Backend):
             shortest_wrap_s = min(g.tx.max_gap_s for g in counted)
             self.poll_period_s = poll_period_s or STRICT_WRAP_FRACTION * shortest_wrap_s
             for g in counted:
-                g.cadence = Cadence(self.poll_period_s, min(g.tx.bits, g.rx.bits),
-                                    adaptive=pcie_poll == "adaptive", seed=g.index)
+                g.cadence = Cadence(self.poll_period_s, adaptive=pcie_poll == "adaptive",
+                                    seed=g.index)
         self._setup_events()
 
     # ------------------------------------------------------------------ setup
