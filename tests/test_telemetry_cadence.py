@@ -21,6 +21,7 @@ def run(nv: FakeNvml, b: NvmlBackend, seconds: float, *, changes=(), tick_s: flo
     end = start + seconds
     pending = sorted(((start + dt, fn) for dt, fn in changes), key=lambda x: x[0])
     next_poll, next_tick = start, start + tick_s
+    b.sample()  # anchors the first interval at ``start`` (each sample averages since the last)
     last_tick = start
     out = []
     while True:

@@ -109,11 +109,11 @@ class Cadence:
     """How often one GPU's counters are read.
 
     Busy (the start, and whenever traffic is seen): every ``strict_s``, under one wrap at
-    the link's top speed, so no wrap can hide. Quiet (after ``CALM_S`` in which no read
-    moved more than ``QUIET_MAX_BYTES_S`` would in a quiet read): every 0.2-0.3 s, each
+    the link's top speed, so no wrap can hide. Quiet (after ``CALM_S`` in which no 0.3 s
+    span of reads moved more than ``QUIET_MAX_BYTES_S`` allows): every 0.2-0.3 s, each
     read trusted only if both counters moved by at most ``trust_bytes``: four times the
-    most a calm read moved, scaled to a quiet read, and at least 1 MiB (at most 9.6 MB,
-    from ``QUIET_MAX_BYTES_S``).
+    most a calm span moved, and at least 1 MiB (at most 9.6 MB, from
+    ``QUIET_MAX_BYTES_S``).
     A read that moved more ends the quiet spell and its interval is reported unknown (the
     counter's :meth:`WrapCounter.update` sees the same band).
 
@@ -128,7 +128,8 @@ class Cadence:
         self.trust_bytes = TRUST_FLOOR_BYTES
         self.quiet = False
         self.calm_since_s: float | None = None
-        self.calm_peak_bytes = 0.0  # most a calm read moved, scaled to a quiet read's length
+        self.calm_peak_bytes = 0.0  # most a calm span moved, scaled to a quiet read's length
+        self._span_bytes, self._span_s = 0, 0.0  # reads since the last span was judged
         self._rng = random.Random(seed)
 
     def trusted_bytes(self) -> int | None:
@@ -146,8 +147,16 @@ class Cadence:
             if moved > self.trust_bytes:
                 self.quiet = False
                 self.calm_since_s = None
+                self._span_bytes, self._span_s = 0, 0.0
             return
-        as_quiet_read = moved * QUIET_PERIOD_S[1] / min(gap_s, QUIET_PERIOD_S[1])
+        # judge calm over spans as long as a quiet read: idle traffic comes in short spurts
+        # (GSP messages), so one 58 ms read scaled up would overstate it several times
+        self._span_bytes += moved
+        self._span_s += gap_s
+        if self._span_s < QUIET_PERIOD_S[1]:
+            return
+        as_quiet_read = self._span_bytes * QUIET_PERIOD_S[1] / self._span_s
+        self._span_bytes, self._span_s = 0, 0.0
         if as_quiet_read > QUIET_MAX_BYTES_S * QUIET_PERIOD_S[1]:
             self.calm_since_s = None
             return
