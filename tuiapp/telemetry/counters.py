@@ -6,13 +6,13 @@ between two reads, so the counter must be read more often than the wrap time of 
 fastest traffic the link can carry; a longer gap is recorded so that interval's rate is
 reported as unknown rather than silently low.
 
-On an H200 one read costs ~0.85 ms of CPU in the driver (it spins on a GSP call), so reading
-every ~60 ms costs ~1.5% of a core per GPU even when nothing moves. :class:`Cadence` reads
-a quiet GPU every 0.2-0.3 s instead and trusts such a long gap only when both counters
-moved by less than a small band (four times the idle traffic, 1 to 9.6 MB, at most
-0.22% of the range): traffic that wrapped the counter leaves a residue in that band with
-a chance of 0.02-0.22%, and anything above it marks the interval unknown and switches back to the
-wrap-safe period at once.
+On an H200 one read costs ~0.85 ms of CPU in the driver (it spins on a GSP call), so
+reading every ~60 ms costs ~1.5% of a core per GPU even when nothing moves. :class:`Cadence`
+reads a quiet GPU every 0.2-0.3 s instead and trusts such a long gap only when both
+counters moved by less than a small band (four times the idle traffic, 1 to 9.6 MB, at
+most 0.22% of the range): traffic that wrapped the counter leaves a residue in that band
+with a chance of 0.02-0.22%, and anything above it marks the interval unknown and goes
+back to the wrap-safe period at once.
 """
 
 from __future__ import annotations
@@ -31,13 +31,14 @@ _PCIE_GEN = {
 }
 DEFAULT_LINK_BYTES_S = 64e9  # gen5 x16, used when the link is unknown
 
-STRICT_WRAP_FRACTION = 0.85  # read within 85% of the top-speed wrap time: ~10 ms of slack for a late thread
+# read within 85% of the top-speed wrap time: ~10 ms of slack for a late thread
+STRICT_WRAP_FRACTION = 0.85
 QUIET_PERIOD_S = (0.2, 0.3)  # jittered, so steady traffic cannot alias to a near-zero residue
 QUIET_MAX_BYTES_S = 8e6  # a GPU moving more than this is never quiet
 TRUST_FLOOR_BYTES = 1 << 20  # idle traffic is ~0.1-1 MB/s on an H200: room for its noise
 QUIET_TRUST_MAX_GAP_S = 0.6  # a stalled thread's longer gap is never trusted
-# this long under a quarter of the quiet threshold before going quiet: short pauses between
-# benchmark runs stay on the strict period, so a run's first second is not n/a
+# this long under QUIET_MAX_BYTES_S before going quiet: short pauses between benchmark
+# runs stay on the strict period, so a run's first second is not n/a
 CALM_S = 5.0
 
 
@@ -113,13 +114,12 @@ class Cadence:
     span of reads moved more than ``QUIET_MAX_BYTES_S`` allows): every 0.2-0.3 s, each
     read trusted only if both counters moved by at most ``trust_bytes``: four times the
     most a calm span moved, and at least 1 MiB (at most 9.6 MB, from
-    ``QUIET_MAX_BYTES_S``).
-    A read that moved more ends the quiet spell and its interval is reported unknown (the
-    counter's :meth:`WrapCounter.update` sees the same band).
+    ``QUIET_MAX_BYTES_S``). A read that moved more ends the quiet spell and its interval
+    is reported unknown (the counter's :meth:`WrapCounter.update` sees the same band).
 
     The one case this cannot catch: traffic that starts within one quiet read and has
-    moved a whole multiple of the range (4 GiB for a 32-bit counter), give or take
-    ``trust_bytes``, by the end of it. ``adaptive=False`` reads every ``strict_s`` always.
+    moved a whole multiple of the range (4 GiB for a 32-bit counter) plus at most
+    ``trust_bytes`` by the end of it. ``adaptive=False`` reads every ``strict_s`` always.
     """
 
     def __init__(self, strict_s: float, *, adaptive: bool = True, seed: int = 0) -> None:

@@ -9,9 +9,8 @@ PCIe: the 32-bit byte counters (fields 197/198) are read by :meth:`NvmlBackend.p
 every ``poll_period_s`` (under one wrap at the link's top speed) while there is traffic,
 and every 0.2-0.3 s while a GPU is quiet (``counters.Cadence``: a read costs ~0.9 ms of
 driver CPU on an H200), and unwrapped, so each sample is the exact average over the
-display interval. GPUs without the counters fall back
-to ``nvmlDeviceGetPcieThroughput`` (a blocking 20 ms snapshot), all GPUs and both
-directions at once in parallel threads.
+display interval. GPUs without the counters fall back to ``nvmlDeviceGetPcieThroughput``
+(a blocking 20 ms snapshot), all GPUs and both directions at once in parallel threads.
 """
 
 from __future__ import annotations
@@ -318,7 +317,7 @@ class NvmlBackend(Backend):
                     continue
                 if now >= g.next_read_s - 0.001:
                     self._read_counters(g)
-                    g.next_read_s = now + (g.cadence.period_s() if g.cadence else self.poll_period_s or 0.05)
+                    g.next_read_s = now + g.cadence.period_s()
                 due.append(g.next_read_s)
         return min(1.0, max(0.001, min(due) - now)) if due else None
 
