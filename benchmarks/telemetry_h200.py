@@ -60,11 +60,6 @@ def sampler_thread_cpu_s() -> float:
     return sum(t.user_time + t.system_time for t in psutil.Process().threads() if t.id in ids)
 
 
-def _field_reads(b) -> int:
-    """PCIe counter reads so far (both the poll thread's and the samples')."""
-    return b.counter_reads
-
-
 class CpuTrace:
     """The sampler threads' CPU seconds every 0.25 s, to cut per-phase CPU out of one run."""
 
@@ -274,6 +269,31 @@ def probe(h) -> dict:
     return info
 
 
+async def idle_cpu(mode: str, seconds: float) -> dict:
+    """The sampler's CPU on an idle GPU with PCIe poll ``mode``, measured after CALM_S (so
+    the adaptive cadence has gone quiet) for ``seconds``; prints one line and returns it."""
+    b = NvmlBackend(nv, pcie_poll=mode)
+    reads0 = b.counter_reads
+    p0 = time.process_time()
+    events, cpu, wall = await sample_while(b, seconds, warm_s=CALM_S + 1.0)
+    proc_cpu = time.process_time() - p0
+    n_gpu, cadence = len(b.gpus), b.gpus[0].cadence
+    row = {"sampler_pct_core": cpu / wall * 100, "per_gpu_pct": cpu / wall * 100 / n_gpu,
+           "process_pct_core": proc_cpu / (wall + CALM_S + 1.3) * 100,
+           "poll_period_ms": b.poll_period_s * 1e3 if b.poll_period_s else None,
+           "reads_per_s": (b.counter_reads - reads0) / (wall + CALM_S + 1.0),
+           "quiet": cadence.quiet if cadence else None,
+           "band_bytes": cadence.trust_bytes if cadence else None, "gaps": b.gpus[0].rx.gaps}
+    print(f"{mode:<9} sampler {row['per_gpu_pct']:.3f}% of one core per GPU ({n_gpu} GPU); "
+          f"whole process incl. asyncio watchdog {row['process_pct_core']:.3f}%; "
+          f"{row['reads_per_s']:.1f} counter reads/s over the run; quiet {row['quiet']}, "
+          f"band {(row['band_bytes'] or 0) / 1e6:.2f} MB, n/a intervals {row['gaps']}", flush=True)
+    gpus = [e for e in events if e.kind == "gpu"]
+    if gpus:
+        print("last idle sample:", gpus[-1].model_dump_json())
+    return row
+
+
 async def main_async(args) -> dict:
     results: dict = {}
     nv.nvmlInit()
@@ -303,24 +323,7 @@ async def main_async(args) -> dict:
     for mode in ("adaptive", "fixed"):
         section(f"sampler CPU, GPU idle, {args.idle_s:.0f} s at the default 1 s interval, "
                 f"PCIe poll {mode}")
-        b = NvmlBackend(nv, pcie_poll=mode)
-        poll_ms = b.poll_period_s * 1e3 if b.poll_period_s else None
-        reads0 = _field_reads(b)
-        p0 = time.process_time()
-        # measured after the adaptive cadence has had CALM_S to go quiet
-        events, cpu, wall = await sample_while(b, args.idle_s, warm_s=CALM_S + 1.0)
-        proc_cpu = time.process_time() - p0
-        n_gpu = len(b.gpus)
-        print(f"{b.describe()}\nsampler threads: {cpu / wall * 100:.3f}% of one core "
-              f"({cpu / wall * 100 / n_gpu:.3f}% per GPU, {n_gpu} GPU); whole process incl. asyncio "
-              f"watchdog: {proc_cpu / (wall + CALM_S + 1.3) * 100:.3f}%; counter reads "
-              f"{(_field_reads(b) - reads0) / (wall + CALM_S + 1.0):.1f}/s (whole run); quiet: {b.gpus[0].cadence.quiet}")
-        last = [e for e in events if e.kind == "gpu"][-1]
-        print("last idle sample:", last.model_dump_json())
-        results["idle_cpu"][mode] = {
-            "sampler_pct_core": cpu / wall * 100, "per_gpu_pct": cpu / wall * 100 / n_gpu,
-            "process_pct_core": proc_cpu / (wall + CALM_S + 1.3) * 100, "poll_period_ms": poll_ms,
-            "gaps": b.gpus[0].tx.gaps}
+        results["idle_cpu"][mode] = await idle_cpu(mode, args.idle_s)
 
     results["load_cpu"] = {}
     load_phases = [{"name": "idle", "kind": "idle", "dur_s": 4.0},

@@ -26,9 +26,11 @@ import threading
 import time
 
 import pynvml as nv
+from telemetry_h200 import start_load
+from telemetry_h200_gpm import gpm_get
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 FIELDS = [197, 198]
+PER_S = {"tx_per_s": 20, "rx_per_s": 21}
 
 
 def sh(cmd: str) -> str:
@@ -60,25 +62,9 @@ def spaced(fn, n: int, gap_s: float) -> dict:
             "thread_us": (time.thread_time() - c0) / n * 1e6, "n": n, "gap_ms": gap_s * 1e3}
 
 
-def gpm_pair(h):
-    s1, s2 = nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()
-    return s1, s2
-
-
-def gpm_metrics(s1, s2, ids):
-    mg = nv.c_nvmlGpmMetricsGet_t()
-    mg.version = nv.NVML_GPM_METRICS_GET_VERSION
-    mg.numMetrics = len(ids)
-    mg.sample1, mg.sample2 = s1, s2
-    for i, mid in enumerate(ids):
-        mg.metrics[i].metricId = mid
-    nv.nvmlGpmMetricsGet(mg)
-    return [(int(mg.metrics[i].nvmlReturn), float(mg.metrics[i].value)) for i in range(len(ids))]
-
-
 def costs(h) -> dict:
     out = {}
-    s1, s2 = gpm_pair(h)
+    s1, s2 = nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()
     nv.nvmlGpmSampleGet(h, s1)
     calls = {
         "fields_197_198": lambda: nv.nvmlDeviceGetFieldValues(h, FIELDS),
@@ -86,7 +72,7 @@ def costs(h) -> dict:
         "curr_link_gen": lambda: nv.nvmlDeviceGetCurrPcieLinkGeneration(h),
         "curr_link_width": lambda: nv.nvmlDeviceGetCurrPcieLinkWidth(h),
         "gpm_sample_get": lambda: nv.nvmlGpmSampleGet(h, s2),
-        "gpm_sample_and_metrics": lambda: (nv.nvmlGpmSampleGet(h, s2), gpm_metrics(s1, s2, [20, 21])),
+        "gpm_sample_and_metrics": lambda: (nv.nvmlGpmSampleGet(h, s2), gpm_get(s1, s2, PER_S)),
         "memory_v2": lambda: nv.nvmlDeviceGetMemoryInfo(h, version=nv.nvmlMemory_v2),
         "temperature": lambda: nv.nvmlDeviceGetTemperature(h, 0),
         "utilization": lambda: nv.nvmlDeviceGetUtilizationRates(h),
@@ -125,11 +111,9 @@ def freshness(h) -> dict:
             "span_ms": (stamps[-1] - stamps[0]) / 1e3}
 
 
-def trace(h, seconds: float, phases: list[dict]) -> dict:
+def trace(h, phases: list[dict]) -> dict:
     """Link state, counters and GPM while the load process runs ``phases``."""
-    load = subprocess.Popen([sys.executable, os.path.join(HERE, "telemetry_h200_load.py"), json.dumps(phases)],
-                            stdout=subprocess.PIPE, text=True)
-    ready = json.loads(load.stdout.readline())
+    load, lines, done = start_load(phases)
     series = {"link": [], "ctr": [], "gpm": []}
     halt = threading.Event()
 
@@ -152,25 +136,19 @@ def trace(h, seconds: float, phases: list[dict]) -> dict:
             time.sleep(0.005)
 
     def gpm_loop():
-        a, b = gpm_pair(h)
+        a, b = nv.nvmlGpmSampleAlloc(), nv.nvmlGpmSampleAlloc()
         nv.nvmlGpmSampleGet(h, a)
         while not halt.is_set():
             time.sleep(0.01)
             nv.nvmlGpmSampleGet(h, b)
             t = time.time()
-            try:
-                m = gpm_metrics(a, b, [20, 21, 255, 256])
-            except nv.NVMLError as exc:
-                m = str(exc)
-            series["gpm"].append((t, m))
+            series["gpm"].append((t, gpm_get(a, b)))
             a, b = b, a
 
     threads = [threading.Thread(target=f, daemon=True) for f in (link_loop, ctr_loop, gpm_loop)]
     for t in threads:
         t.start()
-    lines = [ready]
-    for line in load.stdout:
-        lines.append(json.loads(line))
+    done.wait()
     load.wait()
     time.sleep(0.5)
     halt.set()
@@ -228,7 +206,7 @@ def main() -> None:
               {"name": "idle3", "kind": "idle", "dur_s": 2.0},
               {"name": "h2d 2", "kind": "h2d", "rate": 2 * gb, "dur_s": 2.0},
               {"name": "idle4", "kind": "idle", "dur_s": 1.0}]
-    res["trace"] = trace(h, 0, phases)
+    res["trace"] = trace(h, phases)
     link = res["trace"]["link"]
     changes = [link[0]] + [b for a, b in zip(link, link[1:], strict=False) if (a[1], a[2]) != (b[1], b[2])]
     t0 = link[0][0]

@@ -18,18 +18,19 @@ from telemetry_h200 import GB, Reference, per_call, section, start_load
 METRICS = {"tx_per_s": 20, "rx_per_s": 21, "tx_total": 255, "rx_total": 256}
 
 
-def gpm_get(s1, s2) -> dict[str, tuple[int, float]]:
+def gpm_get(s1, s2, metrics: dict[str, int] = METRICS) -> dict[str, tuple[int, float]]:
+    """{name: (nvmlReturn, value)} for ``metrics`` between two GPM samples."""
     mg = nv.c_nvmlGpmMetricsGet_t()
     mg.version = nv.NVML_GPM_METRICS_GET_VERSION
-    mg.numMetrics = len(METRICS)
+    mg.numMetrics = len(metrics)
     mg.sample1, mg.sample2 = s1, s2
-    for i, mid in enumerate(METRICS.values()):
+    for i, mid in enumerate(metrics.values()):
         mg.metrics[i].metricId = mid
     try:
         nv.nvmlGpmMetricsGet(mg)
     except nv.NVMLError as exc:
         return {"error": (-1, str(exc))}
-    return {k: (int(mg.metrics[i].nvmlReturn), float(mg.metrics[i].value)) for i, k in enumerate(METRICS)}
+    return {k: (int(mg.metrics[i].nvmlReturn), float(mg.metrics[i].value)) for i, k in enumerate(metrics)}
 
 
 def main() -> None:

@@ -11,22 +11,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 
-import pynvml as nv
-from telemetry_h200 import sample_while
-
-from tuiapp.telemetry.counters import CALM_S
-from tuiapp.telemetry.nvml_backend import NvmlBackend
+from telemetry_h200 import idle_cpu
 
 
 async def main_async(seconds: float) -> None:
     for mode in ("adaptive", "fixed", "adaptive"):
-        b = NvmlBackend(nv, pcie_poll=mode)
-        reads0 = b.counter_reads
-        _, cpu, wall = await sample_while(b, seconds, warm_s=CALM_S + 1.0)
-        print(f"{mode:<9} sampler {cpu / wall * 100 / len(b.gpus):.3f}% of one core per GPU; "
-              f"{(b.counter_reads - reads0) / (wall + CALM_S + 1.0):.1f} counter reads/s over the run; "
-              f"quiet {b.gpus[0].cadence.quiet}, band {b.gpus[0].cadence.trust_bytes / 1e6:.2f} MB, "
-              f"n/a intervals {b.gpus[0].rx.gaps}", flush=True)
+        await idle_cpu(mode, seconds)
 
 
 def main() -> None:
