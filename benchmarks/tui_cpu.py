@@ -1,6 +1,6 @@
 """CPU cost of the whole dashboard app, headless, fed live at the campaign's event rates.
 
-Events come from tuiapp.record.synthetic.campaign_events (8 GPUs at 1 Hz, host and /metrics
+Events come from tuiapp.sim.synthetic.campaign_events (8 GPUs at 1 Hz, host and /metrics
 at 1 Hz, ~2 decode log lines and stats a second, one request a second at concurrency 1,
 runs, trials, alerts), re-timed to the wall clock and published when due. The same pacing
 loop is measured alone first, so the app's own share can be told apart.
@@ -15,8 +15,8 @@ import asyncio
 import time
 
 from tuiapp.bus import EventBus
-from tuiapp.record.synthetic import campaign_events
 from tuiapp.session import Session
+from tuiapp.sim.synthetic import campaign_events
 
 
 def paced_source(events, t0_s: float):

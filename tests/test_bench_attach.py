@@ -13,7 +13,7 @@ KEY = "sk-attach-test-7f3a"
 @pytest.fixture(scope="module")
 def server_url():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tuiapp.bench.testserver", "--port", "0", "--step-ms", "2",
+        [sys.executable, "-m", "tuiapp.sim.testserver", "--port", "0", "--step-ms", "2",
          "--tokens-per-chunk", "3", "--spec", "--api-key", KEY],
         stdout=subprocess.PIPE, text=True,
     )
@@ -93,8 +93,8 @@ def test_bad_input_is_one_line_usage_error(args, words):
 def test_telemetry_kind_shows_only_the_servers_gpus():
     from argparse import Namespace
 
-    from tuiapp.cli import UsageError
     from tuiapp.commands.attach import telemetry_kind
+    from tuiapp.common.errors import UsageError
 
     def kind(url, telemetry="auto", dcgm=None):
         return telemetry_kind(Namespace(telemetry=telemetry, dcgm=dcgm), url)

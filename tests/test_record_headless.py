@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from tuiapp import session
-from tuiapp.record.synthetic import campaign_events
+from tuiapp.sim.synthetic import campaign_events
 
 async def synthetic(bus):
     for event in campaign_events(600):

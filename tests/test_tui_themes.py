@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 from textual.color import Color
 
-from tuiapp.cli import UsageError
+from tuiapp.common.errors import UsageError
 from tuiapp.session import Session
 from tuiapp.tui import theme_files
 from tuiapp.tui.app import DashboardApp
@@ -59,10 +59,16 @@ def test_a_bad_palette_names_the_file_and_the_field(tmp_path: Path):
         load_theme(bad)
 
 
-def test_installed_wheel_location_wins_over_the_checkout(tmp_path: Path, monkeypatch):
-    wheel, checkout = tmp_path / "_themes", tmp_path / "themes"
-    checkout.mkdir()
-    monkeypatch.setattr(theme_files, "_CANDIDATES", (wheel, checkout))
-    assert themes_dir() == checkout
-    wheel.mkdir()
-    assert themes_dir() == wheel
+def test_the_wheel_ships_the_themes_as_package_data(tmp_path: Path):
+    # Themes are ordinary package data: a built wheel must carry every palette and layout.
+    import subprocess
+    import sys
+    import zipfile
+
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(root)],
+                   check=True, capture_output=True, timeout=300)
+    (wheel,) = tmp_path.glob("tuiapp-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for path in themes_dir().iterdir():
+        assert f"tuiapp/tui/themes/{path.name}" in names

@@ -12,12 +12,9 @@ import importlib
 import sys
 
 from tuiapp import __version__
+from tuiapp.common.errors import UsageError
 
 COMMANDS = ["demo", "launch", "attach", "logscan", "gpus", "trials", "replay", "report"]
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -22,10 +22,10 @@ from typing import Any
 
 import httpx
 
-from tuiapp.bench import stats
 from tuiapp.bench.client import PATHS, RequestResult, build_payload, make_client, stream_request
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.bench.workload import Prompt, build
+from tuiapp.common import stats
 from tuiapp.events import Alert, BenchState, BenchSummary, Note, RequestDone, RunDone
 
 Publish = Callable[[Any], None]

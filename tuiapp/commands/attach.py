@@ -11,7 +11,7 @@ _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tuiapp.bench.cli_args import add_bench_arguments
+    from tuiapp.commands.bench_args import add_bench_arguments
 
     parser.add_argument("url", help="server base URL, e.g. http://127.0.0.1:30000")
     parser.add_argument("--api-key", metavar="KEY", help="sent as 'Authorization: Bearer KEY' (never printed or recorded)")
@@ -41,7 +41,7 @@ def _settings(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
     from tuiapp.bench.settings import BenchSettings, Timeouts
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
 
     synthetic = args.input_tokens is not None  # --input-tokens 0 is an error, not "unset"
     if args.prompts and synthetic:
@@ -76,7 +76,7 @@ def _check_url(raw: str) -> str:
     """The base URL without a trailing slash, or a one-line UsageError."""
     import httpx
 
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
 
     url = raw.rstrip("/")
     if not url.startswith(("http://", "https://")):
@@ -124,7 +124,7 @@ class AttachControls:
 
 def telemetry_kind(args: argparse.Namespace, url: str) -> str:
     """The GPU source to open: this machine's GPUs only when they are the server's."""
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
 
     if args.telemetry == "dcgm" and not args.dcgm:
         raise UsageError("--telemetry dcgm needs --dcgm URL")
@@ -155,11 +155,11 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tuiapp.bench.loop import BenchLoop
-    from tuiapp.bench.metrics_poll import run_metrics_poller
     from tuiapp.bench.workload import WorkloadError
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
     from tuiapp.events import ServerState
     from tuiapp.server.info import ServerUnreachable, fetch_server_info
+    from tuiapp.server.metrics_poll import run_metrics_poller
     from tuiapp.session import Session
     from tuiapp.session import run as run_session
 

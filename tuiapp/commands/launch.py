@@ -13,7 +13,7 @@ HELP = "launch an SGLang server (default: python -m sglang.launch_server ...), w
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tuiapp.bench.cli_args import add_bench_arguments
+    from tuiapp.commands.bench_args import add_bench_arguments
 
     parser.add_argument("server", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND",
                         help="the server command after '--'; flags alone are appended to "
@@ -61,7 +61,7 @@ def _log_beside(record) -> object:
 def _single_trial(argv: list[str], args: argparse.Namespace):
     from pathlib import Path
 
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
     from tuiapp.server.command import server_url
     from tuiapp.server.preflight import split_command
     from tuiapp.trials.flags import parse_tokens
@@ -93,10 +93,10 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
 
 def run_single_trial(trial, args: argparse.Namespace, *, record_path, log_path, preflight: bool) -> int:
     from tuiapp.session import run as run_session
+    from tuiapp.trials.campaign import build_trials_session
     from tuiapp.trials.ledger import Ledger
     from tuiapp.trials.plan import Plan
     from tuiapp.trials.runner import RunnerOptions
-    from tuiapp.trials.session import build_trials_session
 
     plan = Plan(path=log_path, name=trial.name, description="", baseline=trial, trials=[])
     options = RunnerOptions(telemetry=args.telemetry, log_file=log_path, preflight=preflight)

@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from typing import Any, TextIO
 
-from tuiapp.bench.stats import ci95, mean, sd
+from tuiapp.common.stats import ci95, mean, sd
 from tuiapp.events import (
     Alert,
     BenchState,

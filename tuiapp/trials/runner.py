@@ -208,9 +208,9 @@ class PlanRunner:
     async def _launch_and_bench(self, cfg, argv, url, api_key, observe, state, collector) -> str:
         """Returns the outcome: ok | died | not_ready | launch_error:<msg> | run_timeout | stopped."""
         from tuiapp.bench.loop import BenchLoop
-        from tuiapp.bench.metrics_poll import run_metrics_poller
         from tuiapp.logwatch.watcher import LogWatcher
         from tuiapp.server.launcher import LaunchError, ServerProcess
+        from tuiapp.server.metrics_poll import run_metrics_poller
 
         # The launcher reports readiness itself (line or /health): one "ready" is enough.
         watcher = LogWatcher(observe, ready_events=False)

@@ -64,7 +64,7 @@ class DashboardApp(App[int]):
             self.register_theme(file_theme)
         name = theme or DEFAULT_THEME
         if name not in self.available_themes:
-            from tuiapp.cli import UsageError
+            from tuiapp.common.errors import UsageError
 
             raise UsageError(f"unknown theme {name!r}; choose from {', '.join(self.file_themes)}")
         self.theme = name

@@ -236,7 +236,7 @@ class FakeSGLang:
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m tuiapp.bench.testserver --port P --step-ms 10 --tokens-per-chunk 3``"""
+    """``python -m tuiapp.sim.testserver --port P --step-ms 10 --tokens-per-chunk 3``"""
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
