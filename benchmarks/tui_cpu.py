@@ -50,11 +50,11 @@ async def source_only(events, seconds: float) -> float:
 async def with_app(events, seconds: float, size: tuple[int, int], theme: str) -> tuple[float, int, int]:
     from tuiapp.tui.app import DashboardApp
 
-    session = Session(title="benchmark", sources=[])
+    session = Session(title="benchmark", sources=[])  # the paced source is added once the app runs
     app = DashboardApp(session, theme=theme)
     async with app.run_test(size=size, notifications=False):
         session.sources.append(paced_source(events, time.time()))
-        app._sources = app.run_worker(session.run_sources(app._stop), group="sources")
+        app._sources = app.run_worker(session.run(app._stop), group="sources")
         cpu0 = time.process_time()
         await asyncio.sleep(seconds)
         cpu = time.process_time() - cpu0

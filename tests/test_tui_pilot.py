@@ -3,15 +3,20 @@
 import asyncio
 from pathlib import Path
 
+from tuiapp.commands.preview import preview_session, read_events
 from tuiapp.events import Alert, LogLine, ReplaySeek, ServerState
 from tuiapp.session import Session
 from tuiapp.tui.app import DashboardApp
-from tuiapp.tui.preview import preview_session, read_events
 from tuiapp.tui.screens.details import AlertScreen, ConfirmScreen, TrialScreen
 from tuiapp.tui.widgets.alert_list import AlertList
 from tuiapp.tui.widgets.ledger_table import LedgerTable
 from tuiapp.tui.widgets.log_tail import LogTail
 from tuiapp.tui.widgets.timeline_bar import TimelineBar
+
+
+async def idle(bus) -> None:
+    """A source that publishes nothing and runs until stopped (the test drives the bus)."""
+    await asyncio.Event().wait()
 
 EVENTS = Path(__file__).parent / "data" / "tui" / "dashboard.jsonl"
 OOM = next(e for e in read_events(EVENTS) if isinstance(e, Alert) and e.alert_kind == "oom")
@@ -33,7 +38,7 @@ def prompts(app) -> list[str]:
 
 
 async def test_failure_appears_in_alerts_and_enter_opens_its_traceback():
-    session = Session(title="pilot", sources=[])
+    session = Session(title="pilot", sources=[idle])
     app = DashboardApp(session)
     async with app.run_test(size=(100, 30)) as pilot:
         bus = session.bus
@@ -91,7 +96,7 @@ async def test_log_tail_filters_to_errors():
 
 
 async def test_the_whole_log_starts_over_after_a_replay_seek():
-    session = Session(title="pilot", sources=[])
+    session = Session(title="pilot", sources=[idle])
     app = DashboardApp(session)
     async with app.run_test(size=(100, 30)) as pilot:
         session.bus.publish(LogLine(t_s=100.0, line_no=1, text="before the seek"))
@@ -192,7 +197,7 @@ class RecordingReplay:
 
 async def test_replay_keys_drive_the_replay_controls_and_the_timeline_follows():
     replay = RecordingReplay()
-    session = Session(title="replay", sources=[], replay=replay)
+    session = Session(title="replay", sources=[idle], replay=replay)
     app = DashboardApp(session)
     async with app.run_test(size=(80, 24)) as pilot:
         session.bus.publish(LogLine(t_s=1.0, line_no=1, text="x"))

@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from tuiapp.commands.preview import read_events
 from tuiapp.events import (
     Alert,
     BenchSummary,
@@ -14,7 +15,6 @@ from tuiapp.events import (
     TrialState,
 )
 from tuiapp.tui import fmt
-from tuiapp.tui.preview import read_events
 from tuiapp.tui.store import DashboardStore
 
 EVENTS = Path(__file__).parent / "data" / "tui" / "dashboard.jsonl"

@@ -156,12 +156,12 @@ def run(args: argparse.Namespace) -> int:
 
     from tuiapp.bench.loop import BenchLoop
     from tuiapp.bench.workload import WorkloadError
+    from tuiapp.commands.frontend import run as run_session
     from tuiapp.common.errors import UsageError
     from tuiapp.events import ServerState
     from tuiapp.server.info import ServerUnreachable, fetch_server_info
     from tuiapp.server.metrics_poll import run_metrics_poller
     from tuiapp.session import Session
-    from tuiapp.session import run as run_session
 
     url = _check_url(args.url)
     if args.metrics_interval <= 0:

@@ -92,7 +92,7 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
 
 
 def run_single_trial(trial, args: argparse.Namespace, *, record_path, log_path, preflight: bool) -> int:
-    from tuiapp.session import run as run_session
+    from tuiapp.commands.frontend import run as run_session
     from tuiapp.trials.campaign import build_trials_session
     from tuiapp.trials.ledger import Ledger
     from tuiapp.trials.plan import Plan

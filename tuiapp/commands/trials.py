@@ -96,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
     from pathlib import Path
 
-    from tuiapp.session import run as run_session
+    from tuiapp.commands.frontend import run as run_session
     from tuiapp.trials.campaign import build_trials_session, ledger_report
     from tuiapp.trials.runner import RunnerOptions
 

@@ -43,7 +43,7 @@ def build_trials_session(plan: Plan, trials: list[TrialConfig], ledger: Ledger, 
                          record_path: Path | None = None) -> tuple[Session, PlanRunner]:
     """The session that runs ``trials``: it ends after the last trial, exit code 1 when the
     first trial (the reference of the rest) failed, else 0 (the TUI stays up after that, so
-    the ledger can be read). Run it with ``tuiapp.session.run(session, headless=...)``."""
+    the ledger can be read). Run it with ``tuiapp.commands.frontend.run(session, headless=...)``."""
     box: list[Session] = []
 
     def done(code: int) -> None:
