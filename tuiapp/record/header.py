@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tuiapp import __version__
-from tuiapp.server.redact import redact_argv
+from tuiapp.common.redact import redact_argv
 
 FORMAT = "tuiapp-recording"
 VERSION = 1

@@ -13,8 +13,8 @@ from typing import Any
 
 import httpx
 
+from tuiapp.common.redact import redact_env
 from tuiapp.events import ServerInfo
-from tuiapp.server.redact import redact_env
 
 
 class ServerUnreachable(Exception):

@@ -133,9 +133,9 @@ class PlanRunner:
 
     async def run_trial(self, cfg: TrialConfig, index: int, total: int,
                         publish: Callable[[_Event], None]) -> LedgerRow | None:
+        from tuiapp.common.redact import redact_argv, redact_env
         from tuiapp.server.command import api_key_from, server_url
         from tuiapp.server.ports import free_port
-        from tuiapp.server.redact import redact_argv, redact_env
 
         started = time.monotonic()
         changes = config_diff(self.plan.reference(cfg), cfg) if not cfg.is_baseline else []
