@@ -61,11 +61,12 @@ def _log_beside(record) -> object:
 def _single_trial(argv: list[str], args: argparse.Namespace):
     from pathlib import Path
 
+    from tuiapp.bench.settings import BenchSettings
     from tuiapp.common.errors import UsageError
     from tuiapp.server.command import server_url
     from tuiapp.server.preflight import split_command
     from tuiapp.trials.flags import parse_tokens
-    from tuiapp.trials.plan import BenchSpec, TimeoutSpec, TrialConfig
+    from tuiapp.trials.plan import TimeoutSpec, TrialConfig
 
     command, flag_tokens = split_command(argv)
     try:
@@ -84,9 +85,9 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
         raise UsageError("--ready-timeout must be > 0")
     if args.prompts and not Path(args.prompts).is_file():
         raise UsageError(f"--prompts {args.prompts}: no such file")
-    bench = BenchSpec(runs=args.runs, prompts=args.requests_per_run or args.concurrency,
-                      concurrency=args.concurrency, max_tokens=args.max_new_tokens, warmup=args.warmup,
-                      api=args.api, workload=args.prompts or "reference")
+    bench = BenchSettings(runs=args.runs, requests_per_run=args.requests_per_run, concurrency=args.concurrency,
+                          max_new_tokens=args.max_new_tokens, warmup_requests=args.warmup, api=args.api,
+                          workload=args.prompts or "reference")
     return TrialConfig(name=args.name, command=tuple(command), flags=flags, env={}, bench=bench,
                        timeouts=TimeoutSpec(ready_s=args.ready_timeout, run_s=None), is_baseline=True)
 

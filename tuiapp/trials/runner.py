@@ -244,7 +244,7 @@ class PlanRunner:
             # The server's own figures (/metrics when enabled, else /server_info) beside ours.
             helpers.append(asyncio.create_task(run_metrics_poller(observe, url, api_key=api_key)))
             state("warming_up")
-            bench = BenchLoop(observe, url, bench_settings(cfg), api_key=api_key, trial=cfg.name)
+            bench = BenchLoop(observe, url, cfg.bench, api_key=api_key, trial=cfg.name)
             self.bench = bench
             bench_task = asyncio.create_task(bench.run())
             died = asyncio.create_task(server.wait())
@@ -323,15 +323,6 @@ class PlanRunner:
             row.status = "timeout"
             which = "ready" if outcome == "not_ready" else "run"
             row.first_error = f"no result within the {which} timeout"
-
-
-def bench_settings(cfg: TrialConfig):
-    from tuiapp.bench.settings import BenchSettings
-
-    b = cfg.bench
-    return BenchSettings(api=b.api, workload=b.workload, max_new_tokens=b.max_tokens,
-                         concurrency=b.concurrency, requests_per_run=b.prompts, runs=b.runs,
-                         warmup_requests=b.warmup, model=None)
 
 
 async def _publish_server_info(publish, url: str, api_key: str | None) -> None:
