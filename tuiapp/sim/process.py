@@ -14,7 +14,7 @@ import time
 import httpx
 
 
-def _free_port() -> int:
+def free_port() -> int:
     # The simulator stands apart from the product, so it binds port 0 itself.
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
@@ -23,7 +23,7 @@ def _free_port() -> int:
 
 class SimProcess:
     def __init__(self, args: list[str], env: dict | None = None, speed: float = 100.0, port: int | None = None):
-        self.port = port or _free_port()
+        self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         argv = [sys.executable, "-m", "tuiapp.sim.server", "--port", str(self.port), "--sim-speed", str(speed), *args]
         full_env = {**os.environ, **(env or {})}
