@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 HELP = "attach to a running SGLang (or OpenAI-compatible) server and benchmark it continuously"
@@ -34,6 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dcgm", action="append", metavar="URL", help="a dcgm-exporter to read remote GPUs from")
     parser.add_argument("--theme", help="UI theme")
+    logs = parser.add_argument_group("server log (repeatable; NODE= labels a node of a multi-node server)")
+    logs.add_argument("--log", action="append", default=[], metavar="[NODE=]FILE",
+                      help="follow a log file the server writes (from its end; survives rotation; may not exist yet)")
+    logs.add_argument("--log-from-start", action="store_true", help="read --log files from their start first")
+    logs.add_argument("--log-cmd", action="append", default=[], metavar="'[NODE=]CMD'",
+                      help="watch the output of a shell command, restarted when it exits"
+                      " (e.g. 'docker logs -f --since 0s NAME', 'ssh n1 tail -F /path')")
     add_bench_arguments(parser)
 
 
@@ -148,6 +156,37 @@ def _telemetry_sources(kind: str, args: argparse.Namespace, url: str, done: Any)
     return [gpu_source, host_source] if _is_local(url) else [gpu_source]
 
 
+def log_sources(args: argparse.Namespace) -> list[Any]:
+    """--log and --log-cmd as LogSources, or a one-line UsageError."""
+    from tuiapp.cli import UsageError
+    from tuiapp.logwatch.sources import LogSourceError, label_sources, parse_source
+
+    try:
+        sources = [parse_source("file", v) for v in args.log] + [parse_source("cmd", v) for v in args.log_cmd]
+        sources = label_sources(sources)
+    except LogSourceError as exc:
+        raise UsageError(str(exc)) from None
+    for src in sources:
+        if src.kind == "file" and os.path.isdir(src.target):
+            raise UsageError(f"--log {src.target}: is a directory")
+    if args.log_from_start and not args.log:
+        raise UsageError("--log-from-start needs --log FILE")
+    return sources
+
+
+def _log_tasks(sources: list[Any], args: argparse.Namespace, publish: Any, done: Any) -> list[Any]:
+    if not sources:
+        return []
+    from tuiapp.logwatch.sources import log_source_tasks
+
+    def wrap(task: Any) -> Any:
+        async def log_source(_bus: Any) -> None:
+            await task()
+        return log_source
+
+    return [wrap(t) for t in log_source_tasks(sources, publish, done, from_start=args.log_from_start)]
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     import json
@@ -170,6 +209,7 @@ def run(args: argparse.Namespace) -> int:
         # checked now: finding out after the whole benchmark would lose its results
         raise UsageError(f"--summary: no directory {str(Path(args.summary).parent)!r}")
     settings = _settings(args)
+    sources = log_sources(args)
     telemetry = telemetry_kind(args, url)
     try:
         info = asyncio.run(fetch_server_info(url, api_key=args.api_key, timeout_s=args.connect_timeout + 5))
@@ -214,6 +254,7 @@ def run(args: argparse.Namespace) -> int:
 
     session.sources = [bench_source, metrics_source]
     session.sources += _telemetry_sources(telemetry, args, url, done)
+    session.sources += _log_tasks(sources, args, session.bus.publish, done)
 
     code = run_session(session, headless=args.headless, theme=args.theme)
     if args.summary:
