@@ -111,7 +111,7 @@ async def test_file_source_from_end_by_default_and_from_start(tmp_path: Path) ->
         running = asyncio.create_task(task())
         await asyncio.sleep(0.15)
         append(path, tb(5, f"AssertionError: new {from_start}"))
-        await wait_for(lambda: len(sink.alerts) == len(expected))
+        await wait_for(lambda s=sink, n=len(expected): len(s.alerts) == n)
         stop.set()
         await asyncio.wait_for(running, 3)
         assert [a.alert_kind for a in sink.alerts] == expected
