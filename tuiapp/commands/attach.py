@@ -57,7 +57,7 @@ def _settings(args: argparse.Namespace) -> Any:
     workload = args.prompts or ("synthetic" if synthetic else "reference")
     try:
         return BenchSettings(
-            api=args.api,
+            api="generate" if args.api == "auto" else args.api,  # auto: settled by for_server
             workload=workload,
             input_tokens=args.input_tokens if synthetic else 128,
             max_new_tokens=args.max_new_tokens,
@@ -78,6 +78,16 @@ def _settings(args: argparse.Namespace) -> Any:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
         raise UsageError(f"{where}: {err['msg']}") from None
+
+
+def for_server(settings: Any, info: Any, args: argparse.Namespace) -> Any:
+    """What the server that answered can take: SGLang gets /generate and its extension
+    fields; any other OpenAI-compatible server the standard chat API only."""
+    sglang = info.engine == "sglang"
+    api = args.api if args.api != "auto" else ("generate" if sglang else "chat")
+    return settings.model_copy(update={
+        "api": api, "sglang_extensions": sglang, "flush_cache": settings.flush_cache and sglang,
+    })
 
 
 def _check_url(raw: str) -> str:
@@ -216,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
     except ServerUnreachable as exc:
         print(f"tuiapp attach: error: {exc}", file=sys.stderr)
         return 1
+    settings = for_server(settings, info, args)
 
     session = Session(
         title=f"attach {url}",
@@ -252,11 +263,15 @@ def run(args: argparse.Namespace) -> int:
             bus.publish, url, api_key=args.api_key, interval_s=args.metrics_interval, stop=done
         )
 
-    session.sources = [bench_source, metrics_source]
+    # /metrics and /server_info are SGLang's; another server would answer 404 (or, serving
+    # one request at a time, queue the poll behind a benchmark request)
+    session.sources = [bench_source, metrics_source] if info.engine == "sglang" else [bench_source]
     session.sources += _telemetry_sources(telemetry, args, url, done)
     session.sources += _log_tasks(sources, args, session.bus.publish, done)
 
     code = run_session(session, headless=args.headless, theme=args.theme)
+    if loop.warmup_failed:
+        print(f"tuiapp attach: error: every warm-up request failed: {loop.warmup_failed}", file=sys.stderr)
     if args.summary:
         try:
             Path(args.summary).write_text(json.dumps(loop.summary(), indent=2) + "\n")

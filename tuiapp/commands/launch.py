@@ -86,7 +86,7 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
         raise UsageError(f"--prompts {args.prompts}: no such file")
     bench = BenchSpec(runs=args.runs, prompts=args.requests_per_run or args.concurrency,
                       concurrency=args.concurrency, max_tokens=args.max_new_tokens, warmup=args.warmup,
-                      api=args.api, workload=args.prompts or "reference")
+                      api="generate" if args.api == "auto" else args.api, workload=args.prompts or "reference")
     return TrialConfig(name=args.name, command=tuple(command), flags=flags, env={}, bench=bench,
                        timeouts=TimeoutSpec(ready_s=args.ready_timeout, run_s=None), is_baseline=True)
 
