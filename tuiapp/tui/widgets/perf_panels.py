@@ -98,5 +98,5 @@ class LatencyPanel(_PerfPanel):
         else:
             lines += self._chart("itl  ", s.itl_s, 1)
         if req is not None and not req.ok:
-            lines.insert(0, self._line(("last request failed", "error")))
+            lines.insert(0, self._line(("last request failed: ", "error"), (req.error or "unknown", "error")))
         return self._join(lines)
