@@ -31,7 +31,8 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 ROOT = Path(__file__).resolve().parents[1]
-PROMPT = "Write a Python function that parses a log line and returns its timestamp."
+sys.path.insert(0, str(ROOT))
+from tuiapp.bench.workload import REFERENCE_PROMPTS  # noqa: E402 - data only: the same prompts as tuiapp's
 
 
 def first_model(url: str) -> str:
@@ -39,11 +40,11 @@ def first_model(url: str) -> str:
         return json.load(resp)["data"][0]["id"]
 
 
-def probe_once(url: str, model: str, max_tokens: int) -> dict:
+def probe_once(url: str, model: str, max_tokens: int, prompt: str) -> dict:
     parts = urlsplit(url)
     conn = http.client.HTTPConnection(parts.hostname, parts.port or 80, timeout=120)
     body = json.dumps({
-        "model": model, "messages": [{"role": "user", "content": PROMPT}], "max_tokens": max_tokens,
+        "model": model, "messages": [{"role": "user", "content": prompt}], "max_tokens": max_tokens,
         "temperature": 0.0, "stream": True, "stream_options": {"include_usage": True},
     })
     conn.request("POST", "/v1/chat/completions", body=body, headers={"content-type": "application/json"})
@@ -78,8 +79,9 @@ def probe_once(url: str, model: str, max_tokens: int) -> dict:
 
 
 def probe(url: str, model: str, runs: int, max_tokens: int) -> list[float]:
-    probe_once(url, model, 32)  # warm-up, as tuiapp does
-    return [probe_once(url, model, max_tokens)["decode_tok_s"] for _ in range(runs)]
+    # as tuiapp's runs: a warm-up on the first reference prompt, then the next ones in turn
+    probe_once(url, model, 32, REFERENCE_PROMPTS[0])
+    return [probe_once(url, model, max_tokens, REFERENCE_PROMPTS[1 + i % 3])["decode_tok_s"] for i in range(runs)]
 
 
 def tuiapp_attach(url: str) -> tuple[float, dict]:

@@ -308,14 +308,15 @@ class BenchLoop:
             await self._wait_for_server(client, res.error or "cannot connect")
 
     def _drop_refused_field(self, res: RequestResult) -> bool:
-        """A 400/422 that names an optional field we sent: stop sending it (once per field)."""
+        """A 400/422 that names optional fields we sent: stop sending them (once per field)."""
         body = _refused_text(res.error_body or "")
-        for name in OPTIONAL_FIELDS:
-            if name not in self._omit and re.search(rf"\b{name}\b", body):
-                self._omit = self._omit | {name}
-                self._note("warning", f"the server refused '{name}' ({res.error}); sending requests without it")
-                return True
-        return False
+        named = [n for n in OPTIONAL_FIELDS if n not in self._omit and re.search(rf"\b{n}\b", body)]
+        if not named:
+            return False
+        self._omit = self._omit | set(named)
+        fields = ", ".join(f"'{n}'" for n in named)
+        self._note("warning", f"the server refused {fields} ({res.error}); sending requests without it")
+        return True
 
     async def _until_idle(self) -> None:
         while self._in_flight and not self._stop.is_set():
