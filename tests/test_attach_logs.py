@@ -94,3 +94,16 @@ def test_alert_delay_p99_through_log_sources(mode: str) -> None:
     assert figures["incidents"] >= 5 and figures["missing_rank_alerts"] == 0
     assert figures["first_alert_ms"]["p99"] <= 100, figures
     assert figures["all_ranks_ms"]["p99"] <= 100, figures
+
+
+@pytest.mark.parametrize("args, words", [
+    (["--log-from-start"], "--log-from-start needs --log FILE"),
+    (["--log", "a=/x", "--log-cmd", "a=tail -F /y"], "two log sources are labelled 'a'"),
+    (["--log", "/"], "is a directory"),
+    (["--log-cmd", " "], "empty value"),
+])
+def test_bad_log_options_are_one_line_usage_errors(args, words):
+    r = subprocess.run([sys.executable, "-m", "tuiapp", "attach", "http://127.0.0.1:1", "--headless", *args],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 2 and words in r.stderr, r.stderr
+    assert r.stderr.strip().count("\n") == 0
