@@ -252,7 +252,7 @@ async def test_number_keys_hide_panels_and_the_palette_offers_the_same():
 
 async def test_failed_request_reason_and_alert_nodes_are_shown():
     from tuiapp.events import RequestDone
-    from tuiapp.tui.widgets.perf_panels import LatencyPanel
+    from tuiapp.tui.widgets.perf_panels import ThroughputPanel
 
     session = Session(title="pilot", sources=[])
     app = DashboardApp(session)
@@ -263,6 +263,6 @@ async def test_failed_request_reason_and_alert_nodes_are_shown():
                                 error="HTTP 422: Unexpected fields in the request: {'ignore_eos'}"))
         bus.publish(OOM.model_copy(update={"ranks": [0, 8], "nodes": ["node1", "node2"]}))
         await settle(pilot, 3)
-        panel = str(app.dashboard.query_one(LatencyPanel).render())
-        assert "last request failed: HTTP 422: Unexpected fields" in panel
+        panel = str(app.dashboard.query_one(ThroughputPanel).render())
+        assert "failed: HTTP 422: Unexpected fields" in panel
         assert "node1,node2" in prompts(app)[0]

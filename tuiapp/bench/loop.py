@@ -338,7 +338,8 @@ class BenchLoop:
         delay_s = min(0.1 * 2**self._failed_runs, 10.0)
         self._failed_runs += 1
         if self._failed_runs == 1:
-            self._note("warning", f"every request of run {last.run_index} failed; slowing down until one succeeds")
+            self._note("warning", f"every request of run {last.run_index} failed ({last.first_error});"
+                                  " slowing down until one succeeds")
         try:
             await asyncio.wait_for(self._stop.wait(), timeout=delay_s)
         except asyncio.TimeoutError:

@@ -285,10 +285,16 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--spec", action="store_true")
     p.add_argument("--api-key")
+    quirks = p.add_argument_group("another server's ways (OpenAI endpoints)")
+    for flag in ("openai-only", "no-done", "usage-in-last-chunk", "role-first", "no-usage", "one-at-a-time"):
+        quirks.add_argument(f"--{flag}", action="store_true")
+    quirks.add_argument("--refuse-field", action="append", default=[], metavar="NAME", help="HTTP 422 when sent")
     a = p.parse_args(argv)
     srv = FakeSGLang(
         prefill_s=a.prefill_ms / 1000, step_s=a.step_ms / 1000, tokens_per_chunk=a.tokens_per_chunk,
-        spec=a.spec, api_key=a.api_key,
+        spec=a.spec, api_key=a.api_key, openai_only=a.openai_only, no_done=a.no_done,
+        usage_in_last_chunk=a.usage_in_last_chunk, role_first=a.role_first, no_usage=a.no_usage,
+        one_at_a_time=a.one_at_a_time, refuse_fields=frozenset(a.refuse_field),
     )
 
     async def serve() -> None:
