@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 from argparse import Namespace
+from pathlib import Path
 
 import pytest
 
@@ -140,6 +141,50 @@ async def test_server_that_serves_one_request_at_a_time(server):
     assert [run.errors for run in loop.results] == [0, 0]
     notes = [n.text for n in of(events, Note) if "one request at a time" in n.text]
     assert len(notes) == 1
+
+
+async def test_server_that_cuts_the_running_stream_when_the_next_comes(server):
+    server.openai_only = True
+    server.no_usage = True
+    server.interrupt = True  # llama-cpp-python
+    s = await attach_settings(server, concurrency=2, requests_per_run=4, runs=3, warmup_requests=0)
+    loop, events = await run_loop(server, s)
+    reqs = of(events, RequestDone)
+    cut = [r for r in reqs if not r.ok]
+    assert cut and all(r.error == "stream ended before the request finished" for r in cut)
+    assert all(r.ok and r.completion_tokens == 20 for r in reqs[len(cut) + 1:])  # then one at a time
+    assert loop.results[-1].errors == 0
+    notes = [n.text for n in of(events, Note) if "one request at a time" in n.text]
+    assert len(notes) == 1 and "cut a stream short" in notes[0]
+
+
+DATA = Path(__file__).parent / "data" / "other_servers"
+
+
+@pytest.mark.parametrize("name, usage", [("transformers-5.24.0", True), ("llama-cpp-python-0.3.36", False)])
+async def test_real_streams_of_other_servers(server, name, usage):
+    """Streams captured from the real servers (README: Other OpenAI-compatible servers)."""
+    stream = (DATA / f"{name}_chat_stream.sse").read_bytes()
+    assert (b"data: [DONE]" in stream) is (not usage)  # transformers serve never sends it
+    server.faults.append(stream)
+    s = BenchSettings(api="chat", max_new_tokens=12, runs=1, warmup_requests=0, flush_cache=False,
+                      sglang_extensions=False)
+    _, events = await run_loop(server, s)
+    (req,) = of(events, RequestDone)
+    assert req.ok and req.completion_tokens == 12 and req.chunks == 12, req.error
+    assert req.finish_reason == "length"
+    chunk_notes = [n for n in of(events, Note) if "counting one token per streamed chunk" in n.text]
+    assert len(chunk_notes) == (0 if usage else 1)
+
+
+def test_real_422_of_transformers_serve_names_both_fields():
+    from tuiapp.bench.client import RequestResult
+
+    body, status = (DATA / "transformers-5.24.0_422.txt").read_text().split("\n")[:2]
+    loop = BenchLoop(lambda e: None, "http://127.0.0.1:1", BenchSettings())
+    res = RequestResult(http_status=int(status), error="HTTP 422: Unexpected fields", error_body=body)
+    assert loop._drop_refused_field(res)
+    assert loop._omit == {"ignore_eos", "return_spec_tokens_details"}
 
 
 async def test_every_warmup_request_failing_stops_with_the_reason(server):

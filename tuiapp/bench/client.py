@@ -30,6 +30,7 @@ from tuiapp.bench.settings import ApiName, BenchSettings, Timeouts
 from tuiapp.bench.workload import Prompt
 
 NAN_MATCH = "NaN happened"
+STREAM_CUT = "stream ended before the request finished"
 _CT_KEY = b'"completion_tokens":'
 _INT = re.compile(rb"\s*(\d+)")
 
@@ -372,12 +373,10 @@ def _apply_meta(meta: Any, res: RequestResult, streamed_tokens: int) -> None:
 
 async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Progress, t0: float) -> None:
     last_chunk_s = 0.0
-    done = False
     loads = orjson.loads
     async for now, data in _sse_data(resp):
         progress.last_s = now
         if data == b"[DONE]":
-            done = True
             break
         try:
             obj = loads(data)
@@ -425,10 +424,11 @@ async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Prog
         res.error = "aborted by server"
     elif not res.chunks:
         res.error = "no output in stream"
-    elif not done and res.finish_reason is None:
-        # no [DONE] is fine (transformers serve never sends it); no finish reason
-        # either means the stream was cut
-        res.error = "stream ended before the request finished"
+    elif res.finish_reason is None and res.completion_tokens is None:
+        # no [DONE] is fine (transformers serve never sends it), and so is no finish reason
+        # when usage came; neither means the stream was cut (llama-cpp-python ends one
+        # with [DONE] alone when the next request comes)
+        res.error = STREAM_CUT
     elif res.completion_tokens is None:
         # no usage (stream_options refused or ignored): servers that stream one token per
         # chunk (llama.cpp, transformers) are measured by their chunks

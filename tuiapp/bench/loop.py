@@ -15,6 +15,7 @@ raises for a bad response.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import re
 import time
@@ -28,6 +29,7 @@ from tuiapp.bench import stats
 from tuiapp.bench.client import (
     OPTIONAL_FIELDS,
     PATHS,
+    STREAM_CUT,
     RequestResult,
     build_payload,
     make_client,
@@ -78,6 +80,8 @@ class BenchLoop:
         self._paused_since: float | None = None
         self._omit: frozenset[str] = frozenset()  # optional fields this server refused
         self._in_flight = 0
+        self._serial = False  # the server serves one request at a time: send ours one by one
+        self._serial_lock = asyncio.Lock()
         self._noted: set[str] = set()  # one-time notes already given
         self.warmup_failed: str | None = None  # why every warm-up request failed
 
@@ -275,29 +279,34 @@ class BenchLoop:
             await self._server_ok.wait()
             if self._stop.is_set():
                 raise _StopNow
-            others = self._in_flight
-            self._in_flight += 1
-            try:
-                res = await stream_request(client, self._url, s.api, payload, s.timeouts)
-            except asyncio.CancelledError:
-                if on_cancel is not None:  # quit, SIGINT: a request in flight that we cut off
-                    on_cancel()
-                raise
-            finally:
-                self._in_flight -= 1
+            serial = self._serial_lock if self._serial else contextlib.nullcontext()
+            async with serial:
+                others = self._in_flight
+                self._in_flight += 1
+                try:
+                    res = await stream_request(client, self._url, s.api, payload, s.timeouts)
+                except asyncio.CancelledError:
+                    if on_cancel is not None:  # quit, SIGINT: a request in flight that we cut off
+                        on_cancel()
+                    raise
+                finally:
+                    self._in_flight -= 1
             if self._stop.is_set() and not res.ok:
                 res.cancelled = True  # cut off by our own stop (e.g. the trial's server stopped)
                 return res
             if res.http_status in (400, 422) and self._drop_refused_field(res):
                 continue
-            if res.http_status in (429, 503) and others:
-                # busy, not down: a server that serves one request at a time refuses the
-                # second; queue ours behind the ones in flight
-                self._note_once("busy", "warning", f"the server refused a request while {others} of ours were"
-                                f" in flight (HTTP {res.http_status}): it serves one request at a time;"
-                                " --concurrency 1 measures it without queueing")
+            overlapped = others or self._in_flight
+            if res.http_status in (429, 503) and overlapped:
+                # busy, not down: a server that serves one request at a time refused the
+                # second; from now on ours go one at a time
+                self._one_at_a_time(f"refused a request while {overlapped} of ours were in flight"
+                                    f" (HTTP {res.http_status})")
                 await self._until_idle()
                 continue
+            if res.error == STREAM_CUT and overlapped:
+                # llama-cpp-python ends the running stream when the next request arrives
+                self._one_at_a_time(f"cut a stream short while {overlapped} of ours were in flight")
             if res.tokens_from_chunks:
                 self._note_once("chunks", "warning", "the server sends no token usage: counting one token per"
                                 " streamed chunk")
@@ -321,6 +330,12 @@ class BenchLoop:
     async def _until_idle(self) -> None:
         while self._in_flight and not self._stop.is_set():
             await asyncio.sleep(0.01)
+
+    def _one_at_a_time(self, what: str) -> None:
+        if not self._serial:
+            self._serial = True
+            self._note("warning", f"the server {what}: it serves one request at a time, so ours now go one at"
+                                  " a time; --concurrency 1 measures it as it is")
 
     def _note_once(self, key: str, level: str, text: str) -> None:
         if key not in self._noted:

@@ -17,7 +17,8 @@ Other servers' ways, for the OpenAI endpoints (as transformers serve and llama.c
 ``openai_only`` (no SGLang endpoints: 404), ``refuse_fields`` (HTTP 422 naming the
 unexpected field), ``no_done`` (no ``data: [DONE]``), ``usage_in_last_chunk`` (usage rides
 on the finishing chunk), ``role_first`` (a role-only first chunk), ``no_usage``,
-``one_at_a_time`` (HTTP 429 while another stream is running).
+``one_at_a_time`` (HTTP 429 while another stream is running), ``interrupt`` (a new request
+ends the running stream, as llama-cpp-python does).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ class FakeSGLang:
     role_first: bool = False
     no_usage: bool = False
     one_at_a_time: bool = False
+    interrupt: bool = False  # a new request ends the running stream ([DONE], no finish reason)
     refused: int = 0  # requests answered 422 or 429
     streaming: int = 0
     requests: int = 0
@@ -82,6 +84,7 @@ class FakeSGLang:
 
     def __post_init__(self) -> None:
         self._conns: set[Connection] = set()
+        self._running: set[asyncio.Event] = set()
 
     # ------------------------------------------------------------ HTTP
 
@@ -117,11 +120,17 @@ class FakeSGLang:
             if self.one_at_a_time and self.streaming:
                 self.refused += 1
                 return conn.respond(429, b'{"error": {"message": "server busy"}}')
+            if self.interrupt:
+                for cut in self._running:
+                    cut.set()
+            cut = asyncio.Event()
+            self._running.add(cut)
             self.streaming += 1
             try:
-                return await self._stream(path, body, conn)
+                return await self._stream(path, body, conn, cut)
             finally:
                 self.streaming -= 1
+                self._running.discard(cut)
         return conn.respond(404, b'{"detail": "Not Found"}')
 
     def _server_info(self) -> dict[str, Any]:
@@ -169,7 +178,8 @@ class FakeSGLang:
 
     # ------------------------------------------------------------ streaming
 
-    async def _stream(self, path: str, req: dict[str, Any], conn: Connection) -> None:
+    async def _stream(self, path: str, req: dict[str, Any], conn: Connection,
+                      cut: asyncio.Event | None = None) -> None:
         self.requests += 1
         self.last_body = req
         fault = self.faults.popleft() if self.faults else None
@@ -203,6 +213,10 @@ class FakeSGLang:
         for i, size in enumerate(sizes):
             if conn.closed:
                 return  # the client went away
+            if cut is not None and cut.is_set():  # llama-cpp-python: the next request ends this one
+                conn.send(b"data: [DONE]\n\n")
+                conn.end_stream()
+                return
             delay = t_recv + self.prefill_s + i * self.step_s - time.perf_counter()
             if fault == "no_first" and i == 0:
                 await asyncio.sleep(3600)
@@ -286,7 +300,8 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--spec", action="store_true")
     p.add_argument("--api-key")
     quirks = p.add_argument_group("another server's ways (OpenAI endpoints)")
-    for flag in ("openai-only", "no-done", "usage-in-last-chunk", "role-first", "no-usage", "one-at-a-time"):
+    for flag in ("openai-only", "no-done", "usage-in-last-chunk", "role-first", "no-usage", "one-at-a-time",
+                 "interrupt"):
         quirks.add_argument(f"--{flag}", action="store_true")
     quirks.add_argument("--refuse-field", action="append", default=[], metavar="NAME", help="HTTP 422 when sent")
     a = p.parse_args(argv)
@@ -294,7 +309,7 @@ def main(argv: list[str] | None = None) -> None:
         prefill_s=a.prefill_ms / 1000, step_s=a.step_ms / 1000, tokens_per_chunk=a.tokens_per_chunk,
         spec=a.spec, api_key=a.api_key, openai_only=a.openai_only, no_done=a.no_done,
         usage_in_last_chunk=a.usage_in_last_chunk, role_first=a.role_first, no_usage=a.no_usage,
-        one_at_a_time=a.one_at_a_time, refuse_fields=frozenset(a.refuse_field),
+        one_at_a_time=a.one_at_a_time, interrupt=a.interrupt, refuse_fields=frozenset(a.refuse_field),
     )
 
     async def serve() -> None:
