@@ -289,5 +289,5 @@ def test_headless_run_line_carries_the_first_failure():
         r = attach(srv.url, "--headless", "--runs", "2", "--warmup", "0", "--requests-per-run", "2")
     assert r.returncode == 0, r.stdout + r.stderr
     lines = [ln for ln in r.stdout.splitlines() if re.search(r"\brun\s+#\d", ln)]
-    assert "errors=2 (no output in stream)" in lines[0]
+    assert "errors=2 (stream ended before the request finished)" in lines[0]
     assert "errors=1 (HTTP 500: internal boom)" in lines[1]

@@ -422,13 +422,13 @@ async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Prog
         res.accept_length = res.completion_tokens / res.spec_verify_ct
     if res.finish_reason == "abort":
         res.error = "aborted by server"
-    elif not res.chunks:
-        res.error = "no output in stream"
     elif res.finish_reason is None and res.completion_tokens is None:
         # no [DONE] is fine (transformers serve never sends it), and so is no finish reason
         # when usage came; neither means the stream was cut (llama-cpp-python ends one
-        # with [DONE] alone when the next request comes)
+        # with [DONE] alone, output or not, when the next request comes)
         res.error = STREAM_CUT
+    elif not res.chunks:
+        res.error = "no output in stream"
     elif res.completion_tokens is None:
         # no usage (stream_options refused or ignored): servers that stream one token per
         # chunk (llama.cpp, transformers) are measured by their chunks
