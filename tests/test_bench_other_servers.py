@@ -291,3 +291,16 @@ def test_headless_run_line_carries_the_first_failure():
     lines = [ln for ln in r.stdout.splitlines() if re.search(r"\brun\s+#\d", ln)]
     assert "errors=2 (stream ended before the request finished)" in lines[0]
     assert "errors=1 (HTTP 500: internal boom)" in lines[1]
+
+
+def test_other_servers_benchmark_script_runs_against_a_paced_server():
+    """benchmarks/other_servers.py end to end (its figures come from real servers: README)."""
+    script = Path(__file__).resolve().parents[1] / "benchmarks" / "other_servers.py"
+    with threaded_server(openai_only=True, no_done=True, usage_in_last_chunk=True, role_first=True) as srv:
+        r = subprocess.run([sys.executable, str(script), srv.url, "--probe-runs", "2", "--max-tokens", "64",
+                            "--json"], capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert len(out["tuiapp_runs"]) == 3 and len(out["probe_runs"]) == 4
+    # 2 ms per token: both near 500 tok/s, and near each other (loosely: a shared box)
+    assert 0.8 < out["ratio_of_medians"] < 1.25, out
