@@ -6,8 +6,9 @@ as a user runs it; the probe is stdlib only (http.client), streams
 decode tok/s = (N - 1) / (t_last_output_chunk - t_first_output_chunk), N = usage
 completion_tokens, or the output chunks when the server sends no usage (llama.cpp).
 Probe runs go before and after each of tuiapp's (the box drifts; --rounds repeats the
-pair); the ratio is tuiapp / probe over all runs, of the means (what `--summary` reports)
-and of the medians (a shared 2-core box throws outliers at either side).
+pair). Ratios tuiapp / probe: over all runs, of the means (what `--summary` reports) and of
+the medians; and per round (tuiapp's 3-run mean over the mean of the probe runs just
+before and after it), whose median is the figure least moved by other jobs' load swings.
 
     .venv/bin/python benchmarks/other_servers.py http://127.0.0.1:38801
     .venv/bin/python benchmarks/other_servers.py http://127.0.0.1:38802 --start 'CMD'  # start, measure, stop
@@ -129,10 +130,14 @@ def main() -> int:
         probes = probe(url, model, args.probe_runs, args.max_tokens)
         ours: list[float] = []
         notes: list[str] = []
+        round_ratios: list[float] = []
         for _ in range(args.rounds):
             runs, notes = tuiapp_attach(url)
+            before = probes[-args.probe_runs:]
+            after = probe(url, model, args.probe_runs, args.max_tokens)
+            round_ratios.append(statistics.mean(runs) / statistics.mean(before + after))
             ours += runs
-            probes += probe(url, model, args.probe_runs, args.max_tokens)
+            probes += after
     finally:
         if proc is not None:
             os.killpg(proc.pid, signal.SIGTERM)
@@ -144,7 +149,9 @@ def main() -> int:
         "tuiapp_mean_tok_s": round(statistics.mean(ours), 1), "tuiapp_median_tok_s": round(statistics.median(ours), 1),
         "probe_mean_tok_s": round(statistics.mean(probes), 1), "probe_median_tok_s": round(statistics.median(probes), 1),
         "tuiapp_runs": [round(x, 1) for x in ours], "probe_runs": [round(x, 1) for x in probes],
-        "ratio_of_means": round(mean_ratio, 4), "ratio_of_medians": round(median_ratio, 4), "notes": notes,
+        "ratio_of_means": round(mean_ratio, 4), "ratio_of_medians": round(median_ratio, 4),
+        "round_ratios": [round(x, 4) for x in round_ratios],
+        "median_round_ratio": round(statistics.median(round_ratios), 4), "notes": notes,
     }
     if args.json:
         print(json.dumps(result))
@@ -154,7 +161,8 @@ def main() -> int:
               f" median {result['tuiapp_median_tok_s']:.1f} tok/s  runs {result['tuiapp_runs']}")
         print(f"stdlib probe ({len(probes)} runs):  decode mean {result['probe_mean_tok_s']:.1f}"
               f" median {result['probe_median_tok_s']:.1f} tok/s  runs {result['probe_runs']}")
-        print(f"ratio tuiapp/probe: means {mean_ratio:.3f}, medians {median_ratio:.3f}  (target 0.95-1.05)")
+        print(f"ratio tuiapp/probe: means {mean_ratio:.3f}, medians {median_ratio:.3f}; per round"
+              f" {result['round_ratios']}, median {result['median_round_ratio']:.3f}  (target 0.95-1.05)")
         for note in notes:
             print("  " + note)
     return 0
