@@ -253,3 +253,21 @@ async def test_number_keys_hide_panels_and_the_palette_offers_the_same():
         assert gpus.styles.display == "block"
         titles = [c.title for c in app.get_system_commands(app.dashboard)]
         assert "Toggle panel: GPUs" in titles and "Open log" in titles and "Pause/resume benchmark loop" not in titles
+
+
+async def test_failed_request_reason_and_alert_nodes_are_shown():
+    from tuiapp.events import RequestDone
+    from tuiapp.tui.widgets.perf_panels import ThroughputPanel
+
+    session = Session(title="pilot", sources=[idle])
+    app = DashboardApp(session)
+    async with app.run_test(size=(120, 34)) as pilot:
+        bus = session.bus
+        bus.publish(ServerState(t_s=OOM.t_s - 60, state="running"))
+        bus.publish(RequestDone(t_s=OOM.t_s - 1, run_index=0, request_index=0, ok=False,
+                                error="HTTP 422: Unexpected fields in the request: {'ignore_eos'}"))
+        bus.publish(OOM.model_copy(update={"ranks": [0, 8], "nodes": ["node1", "node2"]}))
+        await settle(pilot, 3)
+        panel = str(app.dashboard.query_one(ThroughputPanel).render())
+        assert "failed: HTTP 422: Unexpected fields" in panel
+        assert "node1,node2" in prompts(app)[0]

@@ -46,6 +46,9 @@ class BenchSettings(BaseModel):
     flush_cache: bool = True  # after warm-up and on restart, so accept length is per trial
     model: str | None = None  # OpenAI APIs: None asks /v1/models for the first model
     spec_details: bool = True  # ask OpenAI endpoints for per-request acceptance (sglext)
+    # SGLang's extension fields (ignore_eos, return_spec_tokens_details) on the OpenAI
+    # endpoints; strict servers (transformers serve: HTTP 422) reject unknown fields
+    sglang_extensions: bool = True
     seed: int = 0  # order of prompts, synthetic token ids
 
     @property

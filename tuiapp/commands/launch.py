@@ -86,7 +86,8 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
     if args.prompts and not Path(args.prompts).is_file():
         raise UsageError(f"--prompts {args.prompts}: no such file")
     bench = BenchSettings(runs=args.runs, requests_per_run=args.requests_per_run, concurrency=args.concurrency,
-                          max_new_tokens=args.max_new_tokens, warmup_requests=args.warmup, api=args.api,
+                          max_new_tokens=args.max_new_tokens, warmup_requests=args.warmup,
+                          api="generate" if args.api == "auto" else args.api,  # we launch SGLang
                           workload=args.prompts or "reference")
     return TrialConfig(name=args.name, command=tuple(command), flags=flags, env={}, bench=bench,
                        timeouts=TimeoutSpec(ready_s=args.ready_timeout, run_s=None), is_baseline=True)

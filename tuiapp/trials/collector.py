@@ -66,7 +66,8 @@ class TrialCollector:
             if (self.benchmarking and settled and event.pcie_tx_bytes_s is not None
                     and event.pcie_rx_bytes_s is not None):
                 self.pcie_bench.setdefault(event.index, []).append(event.pcie_tx_bytes_s + event.pcie_rx_bytes_s)
-        elif getattr(event, "kind", None) == "request" and not getattr(event, "ok", True):
+        elif (getattr(event, "kind", None) == "request" and not getattr(event, "ok", True)
+              and not getattr(event, "cancelled", False)):  # cut off by our own stop: no failure
             self.request_errors.append(getattr(event, "error", None) or "request failed")
 
     def first_alert(self) -> Alert | None:
