@@ -111,6 +111,8 @@ class Alert(_Event):
     traceback: str = ""
     source: str = "log"  # log | nvml | bench | launcher
     alert_id: int = 0  # same id again = an update (more ranks joined the group)
+    signature_line: int | None = None  # the decisive line: where the message was read
+    caused_by: int | None = None  # a crash: alert_id of the error it followed
 
 
 # ---------------------------------------------------------------- benchmark loop

@@ -26,7 +26,8 @@ from typing import Any
 
 from tuiapp.events import LogLine, ServerState, ServerStats
 from tuiapp.logwatch.batchstats import parse_batch_line
-from tuiapp.logwatch.classify import _TB_HEAD, EXC_RE, Finding, classify
+from tuiapp.logwatch.classify import _BARE_EXC_RE, _TB_HEAD, EXC_RE, Finding, classify
+from tuiapp.logwatch.envelope import EnvelopeDetector
 from tuiapp.logwatch.grouping import AlertGrouper
 from tuiapp.logwatch.lines import Line, LineSplitter
 from tuiapp.logwatch.prefix import CPP_LOG_RE, TORCH_RANK_RE, parse_sglang_prefix
@@ -51,6 +52,9 @@ _RAW_START_RE = re.compile(
     r"terminate called after throwing|Fatal Python error:|Segmentation fault|Killed\s*$"
     r"|Process \w+-\d+:$|Exception ignored in|usage: "
 )
+# A record glued after a progress bar that ended without "\r" (a pasted terminal capture).
+_GLUED_RE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+_SHUTDOWN_RE = re.compile(r"SIGTERM received\b|Received SIGTERM\b")
 _WARN_RE = re.compile(
     r"(?:WARNING|Warning|WARN)\b|\S+\.py:\d+: \w*Warning: |Setup Custom allreduce failed"
     r"|TorchSymmMemCommunicator: |.*\bis deprecated\b"
@@ -111,6 +115,7 @@ class LogWatcher:
         self._ready_events = ready_events  # False: the launcher reports readiness itself
         self.idle_s = idle_s
         self._lines = LineSplitter()
+        self._env = EnvelopeDetector()  # the collector's wrapping, decided from the first lines
         self._open: Record | None = None
         self._rank_open: dict[int, Record] = {}
         self._pending: list[Record] = []
@@ -149,6 +154,7 @@ class LogWatcher:
         with self._lock:
             self.flush()
             self._lines.reset()
+            self._env = EnvelopeDetector()
             self._last_closed = None
 
     def poll(self, now_s: float | None = None) -> None:
@@ -224,11 +230,19 @@ class LogWatcher:
             "decode_lines": self.decode_lines,
             "last_gen_throughput": last_gen,
             "last_accept_len": last_acc,
-            "incidents": [
-                {"kind": i.kind, "ranks": sorted(i.ranks), "first_line": i.first_line, "message": i.message}
-                for i in self._grouper.incidents
-            ],
+            "incidents": self._incident_rows(),
         }
+
+    def _incident_rows(self) -> list[dict[str, Any]]:
+        # ids in a summary count from 1 in file order; alert ids are process-wide
+        incs = self._grouper.incidents
+        num = {inc.alert_id: k for k, inc in enumerate(incs, 1)}
+        return [
+            {"id": k, "kind": i.kind, "ranks": sorted(i.ranks), "first_line": i.first_line,
+             "signature_line": i.signature_line, "message": i.message,
+             "caused_by": num.get(i.caused_by) if i.caused_by is not None else None}
+            for k, i in enumerate(incs, 1)
+        ]
 
     @property
     def incidents(self) -> list:
@@ -241,15 +255,20 @@ class LogWatcher:
     # ------------------------------------------------------------ records
 
     def _on_line(self, line: Line, wall: float) -> None:
-        text = line.text
+        orig = line.text  # shown as printed; parsed without the collector's envelope
+        text = self._env.strip(orig)
         if line.progress:
-            self._standalone(line, text, wall)
+            self._standalone(line, orig, wall)
             return
         p = parse_sglang_prefix(text)
+        if p is None and ("it/s]" in text or "%|" in text or "s/it]" in text) and (g := _GLUED_RE.search(text)):
+            p = parse_sglang_prefix(text[g.start():])
+            if p is not None:
+                text = text[g.start():]
         if p is not None:
             msg = text[p.end:]
             self._close_main()
-            rec = Record(line.line_no, [text], [msg], p.tp, p.dp, p.ep, p.log_t_s, wall)
+            rec = Record(line.line_no, [orig], [msg], p.tp, p.dp, p.ep, p.log_t_s, wall)
             rec.track(msg)
             self._open = rec
             self._on_head(rec, msg)
@@ -257,14 +276,17 @@ class LogWatcher:
         if text.startswith("[rank"):
             m = TORCH_RANK_RE.match(text)
             if m:
-                self._on_rank_line(int(m.group(1)), line, text, text[m.end():], wall)
+                self._on_rank_line(int(m.group(1)), line, orig, text[m.end():], wall)
                 return
         if _STANDALONE_RE.match(text):
-            self._standalone(line, text, wall)
+            self._standalone(line, orig, wall)
             return
         target = None if _RAW_START_RE.match(text) else self._continuation_target(text)
+        if (target is not None and target is self._open and not target.has_tb and not target.waiting
+                and not target.last_nonblank[:1].isspace() and _BARE_EXC_RE.match(text)):
+            target = None  # an exception printed on its own after an ordinary record starts one
         if target is not None:
-            target.add(text, text, wall)
+            target.add(orig, text, wall)
             if len(target.texts) >= MAX_RECORD_LINES:
                 self._cut_record(target)
             return
@@ -279,7 +301,7 @@ class LogWatcher:
             or (text.startswith(_TB_HEAD) and inherit.expects_traceback()))
         if inherit is not None and (inherit.extra.get("cut") or late):
             tp, dp, ep = inherit.tp, inherit.dp, inherit.ep  # a late or cut-off continuation
-        rec = Record(line.line_no, [text], [text], tp, dp, ep, None, wall)
+        rec = Record(line.line_no, [orig], [text], tp, dp, ep, None, wall)
         if late:
             rec.extra["cont_of"] = inherit  # a failure in it belongs to that record's incident
         rec.track(text)
@@ -368,7 +390,7 @@ class LogWatcher:
 
     def _standalone(self, line: Line, text: str, wall: float) -> None:
         self._settle(main=False)
-        rec = Record(line.line_no, [text], [text], None, None, None, None, wall)
+        rec = Record(line.line_no, [text], [self._env.strip(text)], None, None, None, None, wall)
         rec.extra["progress"] = line.progress
         self._finish(rec, keep_last=False)
 
@@ -420,6 +442,10 @@ class LogWatcher:
             # an NCCL message) count only for records without one
             ranks = [rec.tp] if rec.tp is not None else finding.ranks
             into = self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall, into=into)
+            if finding.death is not None:
+                self._grouper.add(finding.death, ranks, rec.line_no, text, rec.log_t, rec.last_wall)
+        elif _SHUTDOWN_RE.match(rec.body[0]):
+            self._grouper.note_shutdown(rec.log_t, rec.last_wall)
         rec.extra["incident"] = into  # a piece that continues this one joins the same incident
 
 
