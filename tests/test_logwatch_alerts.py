@@ -91,12 +91,44 @@ def test_different_failures_are_different_alerts() -> None:
     assert [(a.alert_kind, a.ranks) for a in alerts] == [("assertion", [0]), ("oom", [1])]
 
 
-def test_consequence_crash_lines_fold_into_the_incident() -> None:
+def test_the_death_after_an_error_is_its_own_crash_incident() -> None:
     text = (tb(3, "AssertionError: x")
             + f"[{TS}] Received sigquit from a child process. It usually means the child failed.\n"
             + f"[{TS}] Subprocess scheduler_3 (pid=1) crashed with exit code -6. Triggering SIGQUIT for cleanup...\n"
             + "Killed\n")
-    assert [(a.alert_kind, a.ranks) for a in final_state(alerts_of(text))] == [("assertion", [3])]
+    assertion, crash = final_state(alerts_of(text))
+    assert (assertion.alert_kind, assertion.ranks, assertion.caused_by) == ("assertion", [3], None)
+    assert (crash.alert_kind, crash.ranks, crash.first_line) == ("crash", [3], 5)
+    assert crash.caused_by == assertion.alert_id
+    # every death line joined one incident; the one that says how it died is shown
+    assert crash.message.startswith("Subprocess scheduler_3 (pid=1) crashed with exit code -6")
+    assert crash.signature_line == 6
+
+
+def test_an_error_the_server_survives_has_no_crash() -> None:
+    text = (f"[{TS} TP0] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_token_ratio: 0.4 -> 0.6\n"
+            f"[{TS} TP0] Decode batch, #running-req: 3, #token: 900, token usage: 0.91, gen throughput (token/s): 80.00, #queue-req: 1\n")
+    assert [a.alert_kind for a in final_state(alerts_of(text))] == ["kv_pressure"]
+
+
+def test_sigquit_printed_before_the_traceback_still_names_its_cause() -> None:
+    text = (f"[{TS}] Received sigquit from a child process. It usually means the child failed.\n"
+            + tb(2, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."))
+    crash, oom = final_state(alerts_of(text))
+    assert (crash.alert_kind, oom.alert_kind) == ("crash", "oom")
+    assert crash.caused_by == oom.alert_id
+
+
+def test_an_orderly_shutdown_is_not_a_death() -> None:
+    text = (f"[{TS}] SIGTERM received. signum=None frame=None. Draining requests and shutting down...\n"
+            f"[{TS}] Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].\n"
+            f"[{TS}] Subprocess scheduler_0 (pid=168915) crashed with exit code -15. Triggering SIGQUIT for cleanup...\n"
+            f"[{TS}] SIGQUIT received. signum=None, frame=None. It usually means one child failed.\n"
+            "Killed\n")
+    assert alerts_of(text) == []
+    # the same exits without the SIGTERM before them are a death
+    died = alerts_of(text.split("\n", 2)[2])
+    assert [a.alert_kind for a in final_state(died)] == ["crash"]
 
 
 def test_crash_lines_alone_are_one_crash_incident() -> None:
@@ -145,7 +177,10 @@ def test_nccl_watchdog_lines_and_terminate_group() -> None:
              "gpu-1:1:1 [6] NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing connection\n")
     alerts = final_state(alerts_of(text))
     # one NCCL burst, however worded, is one incident
-    assert [(a.alert_kind, a.ranks, a.severity) for a in alerts] == [("nccl", [0, 1, 2, 3, 5, 6], "error")]
+    assert [(a.alert_kind, a.ranks, a.severity) for a in alerts] == [("nccl", [0, 1, 2, 3, 5, 6], "error"),
+                                                                      ("crash", [5], "error")]
+    # terminate is also the death of rank 5's process: its own incident, caused by the timeout
+    assert alerts[1].caused_by == alerts[0].alert_id
     assert alerts[0].message.startswith("Watchdog caught collective operation timeout")
 
 

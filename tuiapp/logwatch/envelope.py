@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from itertools import pairwise
 
 ENVELOPE_SAMPLE = 8  # non-blank lines looked at before the envelope is fixed
 _MIN_SHARE = 0.75  # of them that must carry it
@@ -124,8 +125,8 @@ def entries_newest_first(lines: list[str], det: EnvelopeDetector) -> bool:
             break
     if len(stamps) < 2:
         return False
-    down = sum(1 for a, b in zip(stamps, stamps[1:]) if b < a)
-    up = sum(1 for a, b in zip(stamps, stamps[1:]) if b > a)
+    down = sum(1 for a, b in pairwise(stamps) if b < a)
+    up = sum(1 for a, b in pairwise(stamps) if b > a)
     return down > up
 
 

@@ -97,12 +97,15 @@ class AlertGrouper:
         return 0.0 <= wall_s - s_wall <= SHUTDOWN_S
 
     def add(self, f: Finding, ranks: list[int], line_no: int, text: str,
-            log_t: float | None, wall_s: float, into: Incident | None = None) -> Incident | None:
+            log_t: float | None, wall_s: float, into: Incident | None = None,
+            sig_line: int | None = None) -> Incident | None:
         """The incident the finding joined or opened (None: part of an orderly shutdown).
         ``into``: the incident of the record this one continues (a traceback that arrived
-        in pieces): the finding joins it whatever its wording."""
+        in pieces): the finding joins it whatever its wording. ``sig_line``: the line the
+        message came from (default: that line's offset in the record)."""
         ranks = sorted(set(ranks))
-        sig_line = line_no + f.line_index
+        if sig_line is None:
+            sig_line = line_no + f.line_index
         keys = [(f.kind, k) for k in (f.signature, *f.aliases)]
         if into is not None:
             self._join(into, ranks, line_no, sig_line, text, f, log_t, wall_s, continued=True)

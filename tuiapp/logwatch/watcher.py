@@ -75,6 +75,7 @@ class Record:
     has_tb: bool = False
     last_nonblank: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    nums: list[int] = field(default_factory=list)  # line number of each body line (ranks interleave)
 
     def track(self, line: str) -> None:
         if not line or line.isspace():
@@ -86,9 +87,12 @@ class Record:
             self.in_tb = False
         self.last_nonblank = line
 
-    def add(self, text: str, body_line: str, wall: float) -> None:
+    def add(self, text: str, body_line: str, wall: float, line_no: int) -> None:
+        if not self.nums:
+            self.nums.append(self.line_no)
         self.texts.append(text)
         self.body.append(body_line)
+        self.nums.append(line_no)
         self.last_wall = wall
         self.track(body_line)
 
@@ -286,7 +290,7 @@ class LogWatcher:
                 and not target.last_nonblank[:1].isspace() and _BARE_EXC_RE.match(text)):
             target = None  # an exception printed on its own after an ordinary record starts one
         if target is not None:
-            target.add(orig, text, wall)
+            target.add(orig, text, wall, line.line_no)
             if len(target.texts) >= MAX_RECORD_LINES:
                 self._cut_record(target)
             return
@@ -335,7 +339,7 @@ class LogWatcher:
                 new = False  # a chained exception follows
         if not new:
             assert cur is not None
-            cur.add(text, content, wall)
+            cur.add(text, content, wall, line.line_no)
             if len(cur.texts) >= MAX_RECORD_LINES:
                 self._cut_record(cur)
             return
@@ -418,6 +422,8 @@ class LogWatcher:
         while len(texts) > 1 and not texts[-1].strip():
             texts.pop()
             rec.body.pop()
+            if rec.nums:
+                rec.nums.pop()
         finding: Finding | None = None
         if not rec.extra.get("progress"):
             finding = classify(rec.body)
@@ -441,12 +447,18 @@ class LogWatcher:
             # the record's own prefix says whose it is; ranks in the text (a peer named in
             # an NCCL message) count only for records without one
             ranks = [rec.tp] if rec.tp is not None else finding.ranks
-            into = self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall, into=into)
+            into = self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall, into=into,
+                                     sig_line=_line_of(rec, finding.line_index))
             if finding.death is not None:
-                self._grouper.add(finding.death, ranks, rec.line_no, text, rec.log_t, rec.last_wall)
+                self._grouper.add(finding.death, ranks, rec.line_no, text, rec.log_t, rec.last_wall,
+                                  sig_line=_line_of(rec, finding.death.line_index))
         elif _SHUTDOWN_RE.match(rec.body[0]):
             self._grouper.note_shutdown(rec.log_t, rec.last_wall)
         rec.extra["incident"] = into  # a piece that continues this one joins the same incident
+
+
+def _line_of(rec: Record, index: int) -> int:
+    return rec.nums[index] if index < len(rec.nums) else rec.line_no + index
 
 
 def _level(head: str) -> str:
