@@ -32,8 +32,9 @@ _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 ENVELOPES: dict[str, re.Pattern[str]] = {
     "cri": re.compile(r"(?P<t>" + _TS + r") (?:stdout|stderr) [FP] "),
     "docker_ts": re.compile(r"(?P<t>" + _TS + r") "),
-    "cloud": re.compile(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)\s+(?P<t>" + _TS + r")\s+"),
-    "kibana": re.compile(r"(?P<t>" + _MON + r" \d{1,2}, \d{4} @ \d\d:\d\d:\d\d(?:\.\d+)?)\s+"),
+    # one separator only: what follows may be an indented traceback line
+    "cloud": re.compile(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)\s+(?P<t>" + _TS + r")[ \t]"),
+    "kibana": re.compile(r"(?P<t>" + _MON + r" \d{1,2}, \d{4} @ \d\d:\d\d:\d\d(?:\.\d+)?)(?:\t| {4}| )"),
     "bracket_iso": re.compile(r"\[(?P<t>" + _TS + r")\] "),
     "journald": re.compile(r"(?P<t>" + _MON + r" [ \d]\d \d\d:\d\d:\d\d) \S+ [\w.@/-]+(?:\[\d+\])?: "),
     "journald_iso": re.compile(r"(?P<t>" + _TS + r") \S+ [\w.@/-]+(?:\[\d+\])?: "),
