@@ -165,15 +165,15 @@ def test_envelope_is_decided_from_the_first_lines_and_kept_for_display() -> None
 
     d = EnvelopeDetector()
     lines = [f"sglang-1  | 2025-04-07T19:13:52.{k:09d}Z [2026-01-01 12:00:0{k} TP0] line {k}" for k in range(9)]
-    assert [d.strip(t) for t in lines][0] == "[2026-01-01 12:00:00 TP0] line 0"
+    assert [d.unwrap(t) for t in lines][0] == "[2026-01-01 12:00:00 TP0] line 0"
     assert d.decided and d.layers == ["compose", "docker_ts"]
     # a line without the envelope (a collector that split a long line) is left as it is
-    assert d.strip("  continued") == "  continued"
+    assert d.unwrap("  continued") == "  continued"
     # a log without an envelope keeps its lines whole, even one that looks like one later
     d = EnvelopeDetector()
     for k in range(9):
-        d.strip(f"[2026-01-01 12:00:0{k}] line {k}")
-    assert d.layers == [] and d.strip("web-1  | hello") == "web-1  | hello"
+        d.unwrap(f"[2026-01-01 12:00:0{k}] line {k}")
+    assert d.layers == [] and d.unwrap("web-1  | hello") == "web-1  | hello"
     # LogLine events show the line as printed
     ev = run("[pod/sglang-0/sglang] [2026-01-01 12:00:00 TP0] Load weight begin. avail mem=78.38 GB\n")
     (log,) = of(ev, LogLine)

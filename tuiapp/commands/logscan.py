@@ -63,7 +63,7 @@ def _newest_first_order(head: bytes, stream) -> tuple[bytes, list[int]] | None:
     sample = decode(head).split("\n")[:200]
     det = EnvelopeDetector()
     for line in sample:
-        det.strip(line)
+        det.unwrap(line)
     if not det.layers or not entries_newest_first(sample, det):
         return None
     text = decode(head + stream.read())

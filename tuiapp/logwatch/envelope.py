@@ -66,7 +66,7 @@ class EnvelopeDetector:
     decided: bool = False
     _sample: list[str] = field(default_factory=list)
 
-    def strip(self, text: str) -> str:
+    def unwrap(self, text: str) -> str:
         """The line as the server printed it (colours, actor tag and envelope removed)."""
         if not self.decided and text.strip():
             self._sample.append(text)

@@ -54,6 +54,7 @@ _RAW_START_RE = re.compile(
 )
 # A record glued after a progress bar that ended without "\r" (a pasted terminal capture).
 _GLUED_RE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+_ACCESS_LOG = "INFO:     "  # uvicorn's access log: one line per request, never a failure
 _SHUTDOWN_RE = re.compile(r"SIGTERM received\b|Received SIGTERM\b")
 _WARN_RE = re.compile(
     r"(?:WARNING|Warning|WARN)\b|\S+\.py:\d+: \w*Warning: |Setup Custom allreduce failed"
@@ -260,9 +261,9 @@ class LogWatcher:
 
     def _on_line(self, line: Line, wall: float) -> None:
         orig = line.text  # shown as printed; parsed without the collector's envelope
-        text = self._env.strip(orig)
+        text = self._env.unwrap(orig)
         if line.progress:
-            self._standalone(line, orig, wall)
+            self._standalone(line, orig, wall, text)
             return
         p = parse_sglang_prefix(text)
         if p is None and ("it/s]" in text or "%|" in text or "s/it]" in text) and (g := _GLUED_RE.search(text)):
@@ -283,7 +284,7 @@ class LogWatcher:
                 self._on_rank_line(int(m.group(1)), line, orig, text[m.end():], wall)
                 return
         if _STANDALONE_RE.match(text):
-            self._standalone(line, orig, wall)
+            self._standalone(line, orig, wall, text)
             return
         target = None if _RAW_START_RE.match(text) else self._continuation_target(text)
         if (target is not None and target is self._open and not target.has_tb and not target.waiting
@@ -392,9 +393,9 @@ class LogWatcher:
         for rec in sorted(records, key=lambda r: (r.in_tb, r.line_no)):
             self._finish(rec)
 
-    def _standalone(self, line: Line, text: str, wall: float) -> None:
+    def _standalone(self, line: Line, text: str, wall: float, body: str | None = None) -> None:
         self._settle(main=False)
-        rec = Record(line.line_no, [text], [self._env.strip(text)], None, None, None, None, wall)
+        rec = Record(line.line_no, [text], [text if body is None else body], None, None, None, None, wall)
         rec.extra["progress"] = line.progress
         self._finish(rec, keep_last=False)
 
@@ -404,6 +405,7 @@ class LogWatcher:
             if parsed is None:
                 return
             source, fields = parsed
+            rec.extra["stats"] = True  # a statistics line is never a failure: not classified
             if source == "log_decode":
                 self.decode_lines += 1
                 if "gen_throughput_tok_s" in fields:
@@ -425,7 +427,8 @@ class LogWatcher:
             if rec.nums:
                 rec.nums.pop()
         finding: Finding | None = None
-        if not rec.extra.get("progress"):
+        if not rec.extra.get("progress") and not (len(texts) == 1 and (
+                rec.extra.get("stats") or rec.body[0].startswith(_ACCESS_LOG))):
             finding = classify(rec.body)
         text = "\n".join(texts) if (self._log_lines or finding is not None) else ""
         if self._log_lines:
