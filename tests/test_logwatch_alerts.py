@@ -357,3 +357,45 @@ def test_tracebacks_interleaved_line_by_line_in_the_main_stream() -> None:
     # TP2 never got an exception line: it is the same failure, not an "error" of its own
     alerts = final_state(alerts_of(text))
     assert [(a.alert_kind, a.ranks, a.first_line) for a in alerts] == [("assertion", [0, 1, 2], 1)]
+
+
+def test_the_oom_killer_hint_survives_a_later_generic_initialization_failure() -> None:
+    died = ("Rank 3 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common "
+            "cause is the OS OOM killer. Run `dmesg -T` to check for OOM killer invocations.")
+    text = (f"[{TS}] {died}\n"
+            "Traceback (most recent call last):\n"
+            '  File "/sglang/srt/entrypoints/engine.py", line 1277, in _wait_for_scheduler_ready\n'
+            "    raise RuntimeError(\n"
+            "RuntimeError: Initialization failed. Please see the error messages above.\n")
+    (a,) = final_state(alerts_of(text))
+    assert (a.alert_kind, a.ranks, a.message, a.signature_line) == ("crash", [3], died, 1)
+
+
+def test_a_scheduler_is_dead_line_and_its_exit_code_are_one_death() -> None:
+    text = ("[12-16 14:27:08] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
+            "[12-16 14:27:10] Exit code: -9\n")
+    (a,) = final_state(alerts_of(text))
+    assert (a.alert_kind, a.ranks) == ("crash", [0])
+    assert a.message == "Rank 0 scheduler is dead. Please check if there are relevant logs. Exit code: -9"
+
+
+def test_markdown_a_user_typed_around_a_line_hides_nothing() -> None:
+    (a,) = final_state(alerts_of("**RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.**\n"))
+    assert (a.alert_kind, a.message) == ("oom", "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+
+
+def test_a_line_a_terminal_wrapped_is_read_whole() -> None:
+    # a long exception line, as an 80-column terminal capture breaks it
+    line = "RuntimeError: Expected all tensors to be on the same device, but CUDA error: out of memory happened here"
+    text = tb(None, line[:80] + "\n" + line[80:])
+    (a,) = final_state(alerts_of(text))
+    assert a.alert_kind == "oom" and a.message == line
+
+
+def test_a_failure_quoted_in_a_logging_error_dump_is_still_a_death() -> None:
+    text = ("--- Logging error ---\n"
+            '  File "/usr/local/lib/python3.11/site-packages/sglang/srt/entrypoints/engine.py", line 343, in sigquit_handler\n'
+            "    logger.error(\n"
+            "Message: 'Received sigquit from a child proces. It usually means the child failed.'\n")
+    (a,) = final_state(alerts_of(text))
+    assert (a.alert_kind, a.first_line, a.signature_line) == ("crash", 1, 4)

@@ -149,6 +149,7 @@ _RANK_RES = [
     re.compile(r"^\S+:\d+:\d+ \[(\d+)\] NCCL "),
 ]
 _MAX_MESSAGE = 1000
+_WRAP_MIN = 60  # a line a terminal wrapped filled its width
 
 
 @dataclass(slots=True)
@@ -255,6 +256,21 @@ def _exc_name(line: str) -> str:
     return m.group(1) if m else ""
 
 
+def _wrapped_line(body: list[str]) -> tuple[float, Rule, int, str] | None:
+    """A long line a terminal wrapped into several (a pasted capture): the rules see it whole."""
+    for i in range(min(len(body), 64) - 1):
+        line, nxt = body[i], body[i + 1]
+        # (a wrap may leave the next piece starting with the space it broke at; an
+        # indented line is a traceback frame, not a piece)
+        if len(line) < _WRAP_MIN or not nxt or nxt[:2].isspace() or nxt[0] == "\t" or (i and line[0].isspace()):
+            continue
+        joined = clean(line) + nxt
+        rule = _match(joined)
+        if rule is not None and not _match(clean(line)):
+            return (rule.prio, rule, i, joined)
+    return None
+
+
 def classify(body: list[str]) -> Finding | None:
     """The record's finding, None for an ordinary line."""
     cands = candidates(body)
@@ -272,6 +288,8 @@ def classify(body: list[str]) -> Finding | None:
                 death = (drule.specific, drule, idx, line)
         if best is None or rule.prio < best[0]:
             best = (rule.prio, rule, idx, line)
+    if (best is None or best[1].wrapper) and len(body) > 1:
+        best = _wrapped_line(body) or best
     if best is None and body[0].startswith("[") and _GLOO_C10_RE.match(body[0]):
         best = (_GLOO_RULE.prio, _GLOO_RULE, 0, cands[0][1])
     has_tb = any(_TB_HEAD in b for b in body)
