@@ -197,3 +197,14 @@ def test_a_record_glued_after_a_progress_bar_is_found() -> None:
             "AssertionError: boom\n")
     (a,) = [e for e in run(text) if e.kind == "alert"]
     assert (a.alert_kind, a.ranks, a.first_line, a.signature_line) == ("assertion", [3], 1, 4)
+
+
+def test_compose_lines_of_its_own_before_the_prefixed_ones() -> None:
+    text = ("Attaching to sglang-1\n"
+            "sglang-1  | [2026-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            'sglang-1  |   File "/sglang/srt/managers/scheduler.py", line 1, in run_scheduler_process\n'
+            "sglang-1  |     x()\n"
+            "sglang-1  | KeyError: 12\n"
+            "sglang-1 exited with code 1\n")
+    (a,) = [e for e in run(text) if e.kind == "alert"]
+    assert (a.alert_kind, a.ranks, a.first_line, a.signature_line) == ("keyerror", [0], 2, 5)

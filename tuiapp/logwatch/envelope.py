@@ -6,8 +6,9 @@ the kubelet's CRI files (``<ts> stdout F ``), journald (``Dec 01 20:18:09 host u
 cloud logging exports (``ERROR 2025-04-07T19:13:52.317869663Z ``), Kibana/ELK
 (``May 16, 2026 @ 20:46:57.892    ``) and browser log viewers (``[2025-11-06T02:10:00.703Z] ``).
 One collector wraps every line of a file the same way, so the envelope is decided from the
-first lines (ENVELOPE_SAMPLE of them) and then taken off every line that carries it; lines
-without it (a collector that split a long line) are left alone. Envelopes can nest (compose
+first lines (ENVELOPE_SAMPLE of them, MIN_SHARE of which must carry it) and then taken off
+every line that carries it; lines without it (a collector that split a long line, compose's
+own "Attaching to" lines) are left alone. Envelopes can nest (compose
 around ``docker -t``), so up to three layers are peeled.
 
 Two wrappers are not per-file and are taken off wherever they appear: ANSI colour codes (also
@@ -21,7 +22,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 
 ENVELOPE_SAMPLE = 8  # non-blank lines looked at before the envelope is fixed
-_MIN_SHARE = 0.75  # of them that must carry it
+MIN_SHARE = 0.75  # of them that must carry it
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\^\[\[[0-9;]*m")
 _RAY_RE = re.compile(r"\((?:[\w.:-]+) pid=\d+(?:, ip=[\d.]+)?\) ?")
@@ -80,20 +81,15 @@ class EnvelopeDetector:
         return strip_ray(text)
 
     def _decide(self, final: bool) -> None:
-        # Until the sample is complete, an envelope that every line so far carries is used
-        # already (a live stream must not wait for eight lines to raise its first alert).
+        # Until the sample is complete, the envelope most lines so far carry is used already
+        # (a live stream must not wait for eight lines to raise its first alert, and compose
+        # starts with "Attaching to ..." lines of its own); then it takes MIN_SHARE of them.
         lines = [strip_ansi(t) for t in self._sample]
         layers: list[str] = []
         for _ in range(3):
-            need = len(lines) if not final else max(1, int(len(lines) * _MIN_SHARE + 0.999))
-            best = None
-            for name in _ORDER:
-                rx = ENVELOPES[name]
-                hits = sum(1 for t in lines if rx.match(t))
-                if hits >= need and hits > 0:
-                    best = name
-                    break
-            if best is None:
+            counts = [(sum(1 for t in lines if ENVELOPES[name].match(t)), -k, name) for k, name in enumerate(_ORDER)]
+            hits, _, best = max(counts)
+            if hits == 0 or (final and hits < len(lines) * MIN_SHARE):
                 break
             layers.append(best)
             rx = ENVELOPES[best]
