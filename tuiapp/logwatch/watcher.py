@@ -1,5 +1,10 @@
 """The log watcher: server output bytes -> LogLine, ServerStats, ServerState, Alert events.
 
+Envelopes. Each line first loses what a log collector wrapped around it (docker -t,
+compose, kubectl --prefix, journald, cloud exports, ANSI colours, Ray actor tags; see
+envelope.py), decided from the stream's first lines; LogLine text and tracebacks keep the
+line as it arrived.
+
 Records. A line with SGLang's ``[ts ... TPn]`` prefix starts a record; unprefixed lines
 after it are its continuation (tracebacks are one logging record with embedded newlines),
 except lines that are plainly their own thing: tqdm bars ("\\r"), NCCL INFO/WARN, Gloo,
