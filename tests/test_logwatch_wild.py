@@ -3,8 +3,8 @@
 Every excerpt's expected answer was written by hand from reading it (README.md there gives
 each source). The same answer must come out of ``logscan --json``, of the live watcher fed
 in arbitrary chunks, of a slow writer, and of the excerpt wrapped the way log collectors
-write it (docker -t, compose, kubectl --prefix, the kubelet's CRI files, journald, cloud
-logging and Kibana exports, newest entry first too, ANSI colours).
+write it (docker -t, docker's json-file logs, compose, kubectl --prefix, the kubelet's CRI
+files, journald, cloud logging and Kibana exports, newest entry first too, ANSI colours).
 """
 
 from __future__ import annotations
@@ -127,6 +127,8 @@ ENVELOPES: dict[str, Callable[[int, str], str]] = {
     "journald": lambda k, line: f"Dec 01 20:18:{k // 100 % 60:02d} gpu-node-1 sglang[81234]: {line}",
     "cloud": lambda k, line: f"{'ERROR' if 'rror' in line else 'INFO'} {_iso(k)} {line}",
     "ansi": lambda k, line: f"\x1b[32m{line}\x1b[0m" if line else line,
+    "docker_json_file": lambda k, line: json.dumps({"log": line + "\n", "stream": "stdout", "time": _iso(k)},
+                                                     separators=(",", ":")),
 }
 NEWEST_FIRST: dict[str, Callable[[int, str], str]] = {
     "cloud_newest_first": lambda k, line: f"{'ERROR' if 'rror' in line else 'DEFAULT'} {_iso(k)} {line}",

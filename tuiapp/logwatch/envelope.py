@@ -1,7 +1,7 @@
 """What a log collector wrapped around each line, and how to take it off.
 
 Logs reach us through whatever collected them: ``docker logs -t`` (RFC 3339 with
-nanoseconds), docker compose (``sglang-1  | ``), ``kubectl logs --prefix`` (``[pod/x/c] ``),
+nanoseconds), docker's json-file logs on disk (``{"log":"...\\n","stream":...}``), docker compose (``sglang-1  | ``), ``kubectl logs --prefix`` (``[pod/x/c] ``),
 the kubelet's CRI files (``<ts> stdout F ``), journald (``Dec 01 20:18:09 host unit[pid]: ``),
 cloud logging exports (``ERROR 2025-04-07T19:13:52.317869663Z ``), Kibana/ELK
 (``May 16, 2026 @ 20:46:57.892    ``) and browser log viewers (``[2025-11-06T02:10:00.703Z] ``).
@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass, field
 from itertools import pairwise
 
+import orjson
+
 ENVELOPE_SAMPLE = 8  # non-blank lines looked at before the envelope is fixed
 MIN_SHARE = 0.75  # of them that must carry it
 
@@ -31,6 +33,8 @@ _TS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 # name -> pattern of the envelope (group "t": its timestamp, when it has one)
 ENVELOPES: dict[str, re.Pattern[str]] = {
+    # docker's json-file driver as stored on disk: {"log":"<line>\n","stream":"stdout","time":"..."}
+    "docker_json": re.compile(r'\{\s*"log"\s*:\s*"'),
     "cri": re.compile(r"(?P<t>" + _TS + r") (?:stdout|stderr) [FP] "),
     "docker_ts": re.compile(r"(?P<t>" + _TS + r") "),
     # one separator only: what follows may be an indented traceback line
@@ -72,8 +76,12 @@ class EnvelopeDetector:
         if not self.decided and text.strip():
             self._sample.append(text)
             self._decide(final=len(self._sample) >= ENVELOPE_SAMPLE)
+        if self.layers and self.layers[0] == "docker_json":
+            text = _json_log(text)
         text = strip_ansi(text)
         for name in self.layers:
+            if name == "docker_json":
+                continue
             m = ENVELOPES[name].match(text)
             if m is None:
                 break
@@ -92,6 +100,9 @@ class EnvelopeDetector:
             if hits == 0 or (final and hits < len(lines) * MIN_SHARE):
                 break
             layers.append(best)
+            if best == "docker_json":
+                lines = [strip_ansi(_json_log(t)) for t in lines]
+                continue
             rx = ENVELOPES[best]
             lines = [t[m.end():] if (m := rx.match(t)) else t for t in lines]
         self.layers = layers
@@ -107,6 +118,17 @@ class EnvelopeDetector:
         if m is None or "t" not in m.groupdict():
             return None
         return m.group("t")
+
+
+def _json_log(text: str) -> str:
+    if not text.startswith("{"):
+        return text
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    log = obj.get("log") if isinstance(obj, dict) else None
+    return log.rstrip("\n") if isinstance(log, str) else text
 
 
 def entries_newest_first(lines: list[str], det: EnvelopeDetector) -> bool:
