@@ -377,6 +377,7 @@ def test_a_scheduler_is_dead_line_and_its_exit_code_are_one_death() -> None:
     (a,) = final_state(alerts_of(text))
     assert (a.alert_kind, a.ranks) == ("crash", [0])
     assert a.message == "Rank 0 scheduler is dead. Please check if there are relevant logs. Exit code: -9"
+    assert alerts_of("[12-16 14:27:10] Exit code: 0\n") == []
 
 
 def test_markdown_a_user_typed_around_a_line_hides_nothing() -> None:
@@ -399,3 +400,11 @@ def test_a_failure_quoted_in_a_logging_error_dump_is_still_a_death() -> None:
             "Message: 'Received sigquit from a child proces. It usually means the child failed.'\n")
     (a,) = final_state(alerts_of(text))
     assert (a.alert_kind, a.first_line, a.signature_line) == ("crash", 1, 4)
+
+
+def test_a_cause_printed_as_a_repr() -> None:
+    text = (f"[{TS} TP1] Scheduler hit an exception: RuntimeError(\"CUDA error: out of memory\")\n"
+            f"[{TS} TP2] Scheduler hit an exception: ValueError('bad sampling params')\n")
+    oom, err = final_state(alerts_of(text))
+    assert (oom.alert_kind, oom.ranks, oom.message) == ("oom", [1], "RuntimeError: CUDA error: out of memory")
+    assert (err.alert_kind, err.ranks) == ("error", [2])

@@ -42,6 +42,7 @@ _QUIET_EXC = {"KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.Canc
 _TAGS_RE = re.compile(r"(?:\[(?:PG [^\]]*|Rank \d+)\] ?)+")
 _MARKUP_RE = re.compile(r"^(?:`+|\*\*|> )+|(?:`+|\*\*)\s*$")
 _WHAT_RE = re.compile(r"\s+what\(\):\s+")
+_REPR_RE = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\((['\"])(.*)\2\)\s*$")
 _WRAPPED_RE = re.compile(r"\w+ hit an exception: (?!Traceback)(.+)")
 _GLOO_C10_RE = re.compile(r"\[[EF]\d{3,4} [\d:.]+ (?:\d+ )?ProcessGroupGloo\.cpp:\d+\]")
 _E = r"[\w.]*(?:Error|Exception): "  # an exception line's type
@@ -122,7 +123,7 @@ RULES: list[Rule] = [
     _r("crash", r"Subprocess \S+ (?:\(pid=\d+\) )?crashed with exit code -?\d+", signature="crash", specific=3),
     _r("crash", r"(?:" + _E + r")?Rank \d+ scheduler died during initialization", signature="crash", specific=3),
     _r("crash", r"Rank \d+ scheduler is dead\b", signature="crash", specific=3),
-    _r("crash", r"Exit code: -?\d+\s*$", signature="crash", specific=1),
+    _r("crash", r"Exit code: -?[1-9]\d*\s*$", signature="crash", specific=1),  # 0 is a clean exit
     _r("crash", r"(?:" + _E + r")?Initialization failed\. Please see the error messages above",
        signature="crash", specific=0, wrapper=True),
     _r("crash", r"terminate called after throwing an instance of\b", signature="crash", specific=2),
@@ -192,6 +193,12 @@ def normalise(message: str) -> str:
     return " ".join(text.split())[:200]
 
 
+def _unrepr(text: str) -> str:
+    """``OutOfMemoryError('CUDA out of memory...')`` -> ``OutOfMemoryError: CUDA out of memory...``"""
+    m = _REPR_RE.match(text)
+    return f"{m.group(1)}: {m.group(3)}" if m else text
+
+
 def candidates(body: list[str]) -> list[tuple[int, str]]:
     """(line index, cleaned text) of the lines rules may match."""
     if not body:
@@ -206,7 +213,9 @@ def candidates(body: list[str]) -> list[tuple[int, str]]:
         elif line[1:2] == " " and _WHAT_RE.match(line):
             out.append((i, clean(_WHAT_RE.sub("", line, count=1))))
     wrapped = [(i, m.group(1)) for i, c in out if "hit an exception: " in c and (m := _WRAPPED_RE.match(c))]
-    return out + wrapped
+    out += wrapped
+    # a cause printed as a repr reads as the exception line it stands for
+    return [(i, _unrepr(c)) if ("('" in c or '("' in c) else (i, c) for i, c in out]
 
 
 def final_exception(body: list[str]) -> tuple[int, str] | None:
