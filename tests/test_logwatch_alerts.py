@@ -408,3 +408,13 @@ def test_a_cause_printed_as_a_repr() -> None:
     oom, err = final_state(alerts_of(text))
     assert (oom.alert_kind, oom.ranks, oom.message) == ("oom", [1], "RuntimeError: CUDA error: out of memory")
     assert (err.alert_kind, err.ranks) == ("error", [2])
+
+
+def test_c10_times_keep_two_collective_failures_hours_apart_apart() -> None:
+    def watchdog(t: str, seq: int) -> str:
+        return (f"[rank0]:[E321 {t}.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
+                f"timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n")
+    dated = "[2025-03-21 01:00:00 TP0] Load weight begin. avail mem=78.38 GB\n"
+    # E321 is 21 March: the year comes from the dated SGLang line before it
+    alerts = final_state(alerts_of(dated + watchdog("02:07:08", 1580) + watchdog("02:07:09", 1580) + watchdog("05:07:08", 9580)))
+    assert [(a.alert_kind, a.first_line) for a in alerts] == [("nccl", 2), ("nccl", 4)]

@@ -36,12 +36,13 @@ class Prefix:
     tp: int | None = None
     dp: int | None = None
     ep: int | None = None
+    dated: bool = False  # the prefix names the year (not time only or month-day)
 
 
 _epoch_cache: dict[tuple[str, ...], float] = {}
 
 
-def _epoch(y: str, mo: str, d: str, h: str, mi: str, s: str, frac: str | None) -> float:
+def epoch_s(y: str, mo: str, d: str, h: str, mi: str, s: str, frac: str | None) -> float:
     # Log timestamps are local time without a zone; they are only compared with each
     # other (grouping windows), so reading them as UTC is harmless.
     key = (y, mo, d, h, mi, s)
@@ -64,20 +65,20 @@ def parse_sglang_prefix(text: str) -> Prefix | None:
         return None
     g = m.groups()
     if g[0] is not None:
-        log_t: float | None = _epoch(*g[0:7])
+        log_t: float | None = epoch_s(*g[0:7])
         tags = g[7]
     elif g[8] is not None:
-        log_t = _epoch(*g[8:15])
+        log_t = epoch_s(*g[8:15])
         tags = g[15]
     elif g[18] is not None:
         # no year (month-day) or no date at all (time only): a fixed year keeps the
         # times comparable with each other, which is all grouping needs
-        log_t = _epoch("2000", g[16] or "01", g[17] or "01", g[18], g[19], g[20], g[21])
+        log_t = epoch_s("2000", g[16] or "01", g[17] or "01", g[18], g[19], g[20], g[21])
         tags = g[22]
     else:
         log_t = None
         tags = g[23]
-    p = Prefix(end=m.end(), log_t_s=log_t)
+    p = Prefix(end=m.end(), log_t_s=log_t, dated=g[0] is not None or g[8] is not None)
     if tags:
         for name, num in _TAG_RE.findall(tags):
             if name == "TP":

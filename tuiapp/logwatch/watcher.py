@@ -35,7 +35,13 @@ from tuiapp.logwatch.classify import _BARE_EXC_RE, _TB_HEAD, EXC_RE, Finding, cl
 from tuiapp.logwatch.envelope import EnvelopeDetector
 from tuiapp.logwatch.grouping import AlertGrouper
 from tuiapp.logwatch.lines import Line, LineSplitter
-from tuiapp.logwatch.prefix import CPP_LOG_RE, TORCH_RANK_RE, parse_sglang_prefix
+from tuiapp.logwatch.prefix import (
+    CPP_LOG_RE,
+    TORCH_RANK_RE,
+    epoch_s,
+    parse_c10_prefix,
+    parse_sglang_prefix,
+)
 from tuiapp.server.output import READY_LINE
 
 IDLE_S = 0.03
@@ -126,6 +132,8 @@ class LogWatcher:
         self.idle_s = idle_s
         self._lines = LineSplitter()
         self._env = EnvelopeDetector()  # the collector's wrapping, decided from the first lines
+        self._year: int | None = None  # of the last dated SGLang line (c10 times have none)
+        self._month = 0
         self._open: Record | None = None
         self._rank_open: dict[int, Record] = {}
         self._pending: list[Record] = []
@@ -277,6 +285,8 @@ class LogWatcher:
                 text = text[g.start():]
         if p is not None:
             msg = text[p.end:]
+            if p.log_t_s is not None and p.dated:
+                self._year, self._month = _year_month(p.log_t_s)
             self._close_main()
             rec = Record(line.line_no, [orig], [msg], p.tp, p.dp, p.ep, p.log_t_s, wall)
             rec.track(msg)
@@ -353,8 +363,28 @@ class LogWatcher:
             del self._rank_open[rank]
         self._settle(main=False, also=cur)
         rec = Record(line.line_no, [text], [content], rank, None, None, None, wall)
+        rec.log_t = self._c10_time(content)
         rec.track(content)
         self._rank_open[rank] = rec
+
+    def _c10_time(self, content: str) -> float | None:
+        """A c10 line's time (``[E321 02:07:08.408 ...]``: 21 March), in the year of the last
+        dated SGLang line (c10 prints none), so two failures hours apart stay two incidents.
+        None before any dated line: then closeness is judged on arrival, as for any line
+        without a time."""
+        if self._year is None or not content.startswith("["):
+            return None
+        c = parse_c10_prefix(content)
+        if c is None or not 1 <= c.month <= 12:
+            return None
+        year = self._year + 1 if c.month < self._month - 6 else self._year  # past New Year
+        h, _, rest = c.time.partition(":")
+        mi, _, sec = rest.partition(":")
+        whole, _, frac = sec.partition(".")
+        try:
+            return epoch_s(str(year), str(c.month), str(c.day), h, mi, whole, frac[:6] or None)
+        except ValueError:
+            return None
 
     def _close_main(self) -> None:
         self._settle(main=True)
@@ -463,6 +493,11 @@ class LogWatcher:
         elif _SHUTDOWN_RE.match(rec.body[0]):
             self._grouper.note_shutdown(rec.log_t, rec.last_wall)
         rec.extra["incident"] = into  # a piece that continues this one joins the same incident
+
+
+def _year_month(t: float) -> tuple[int, int]:
+    tm = time.gmtime(t)
+    return tm.tm_year, tm.tm_mon
 
 
 def _line_of(rec: Record, index: int) -> int:
