@@ -134,6 +134,7 @@ class LogWatcher:
         self._env = EnvelopeDetector()  # the collector's wrapping, decided from the first lines
         self._year: int | None = None  # of the last dated SGLang line (c10 times have none)
         self._month = 0
+        self._day = -1  # the date those were read from (epoch days)
         self._open: Record | None = None
         self._rank_open: dict[int, Record] = {}
         self._pending: list[Record] = []
@@ -285,7 +286,8 @@ class LogWatcher:
                 text = text[g.start():]
         if p is not None:
             msg = text[p.end:]
-            if p.log_t_s is not None and p.dated:
+            if p.dated and p.log_t_s is not None and int(p.log_t_s // 86400) != self._day:
+                self._day = int(p.log_t_s // 86400)
                 self._year, self._month = _year_month(p.log_t_s)
             self._close_main()
             rec = Record(line.line_no, [orig], [msg], p.tp, p.dp, p.ep, p.log_t_s, wall)
