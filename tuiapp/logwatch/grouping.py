@@ -29,7 +29,6 @@ CONSEQUENCE_S = 30.0
 CAUSE_AFTER_S = 2.0
 SHUTDOWN_S = 300.0  # a drain waits for running requests; the exits after it are the shutdown
 KV_PRESSURE_WINDOW_S = 60.0  # retractions come in episodes; one alert per episode
-NCCL_WINDOW_S = 30.0  # each rank's watchdog fires when its own collective times out: seconds apart
 MAX_TRACEBACK_CHARS = 64 * 1024
 MAX_INCIDENTS = 10_000
 
@@ -125,7 +124,7 @@ class AlertGrouper:
             if target is not None:
                 self._join(target, ranks, line_no, sig_line, text, f, log_t, wall_s)
                 return target
-        window = {"kv_pressure": KV_PRESSURE_WINDOW_S, "nccl": NCCL_WINDOW_S}.get(f.kind, self.window_s)
+        window = KV_PRESSURE_WINDOW_S if f.kind == "kv_pressure" else self.window_s
         for key in keys:
             inc = self._by_sig.get(key)
             if inc is not None and self._near(inc, log_t, wall_s, window):

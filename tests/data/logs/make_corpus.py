@@ -527,12 +527,12 @@ def nccl_timeout() -> None:
     order = [2, 0, 6, 3, 1, 7, 4, 5]
     first = None
     for r in order:
-        line = log.raw(f"[rank{r}]:[E0314 09:12:{r:02d}.41782{r}153 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation timeout: {work}")
+        line = log.raw(f"[rank{r}]:[E0314 09:12:00.41782{r}153 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation timeout: {work}")
         first = first or line
-        log.raw(f"[rank{r}]:[E0314 09:12:{r:02d}.418011932 ProcessGroupNCCL.cpp:2271] [PG ID 2 PG GUID 3 Rank {r}]  failure detected by watchdog at work sequence id: 48213 PG status: last enqueued work: 48213, last completed work: 48212")
+        log.raw(f"[rank{r}]:[E0314 09:12:00.418011932 ProcessGroupNCCL.cpp:2271] [PG ID 2 PG GUID 3 Rank {r}]  failure detected by watchdog at work sequence id: 48213 PG status: last enqueued work: 48213, last completed work: 48212")
     for r in order:
-        log.raw(f"[rank{r}]:[E0314 09:12:{r:02d}.418034611 ProcessGroupNCCL.cpp:670] Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.")
-        log.raw(f"[rank{r}]:[E0314 09:12:{r:02d}.418041000 ProcessGroupNCCL.cpp:684] [Rank {r}] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.")
+        log.raw(f"[rank{r}]:[E0314 09:12:00.418034611 ProcessGroupNCCL.cpp:670] Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.")
+        log.raw(f"[rank{r}]:[E0314 09:12:00.418041000 ProcessGroupNCCL.cpp:684] [Rank {r}] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.")
     term = log.raw("terminate called after throwing an instance of 'c10::DistBackendError'\n"
             f"  what():  [PG ID 2 PG GUID 3 Rank 2] Process group watchdog thread terminated with exception: [Rank 2] Watchdog caught collective operation timeout: {work}\n"
             "Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:635 (most recent call first):\n"
