@@ -24,7 +24,7 @@ META_ALWAYS = {"id", "finish_reason", "prompt_tokens", "weight_version", "num_re
 META_SPEC_FINAL = {"spec_accept_rate", "spec_accept_length", "spec_num_correct_drafts", "spec_num_proposed_drafts", "spec_verify_ct"}
 MODEL_INFO_KEYS = {"model_path", "served_model_name", "tokenizer_path", "is_generation", "preferred_sampling_params",
                    "weight_version", "load_format", "reasoning_parser", "tool_call_parser", "disaggregation_mode",
-                   "has_image_understanding", "has_audio_understanding", "model_type", "architectures"}
+                   "has_image_understanding", "has_audio_understanding", "model_type", "architectures", "embedding"}
 
 
 @pytest.fixture(scope="module")

@@ -34,6 +34,18 @@ class BadRequest(Exception):
     pass
 
 
+def context_error(prompt_tokens: int, max_new: int | None, context_len: int) -> str | None:
+    """SGLang's TokenizerManager length checks (0.5.23 wording), before anything is queued."""
+    if prompt_tokens >= context_len:
+        return f"The input ({prompt_tokens} tokens) is longer than the model's context length ({context_len} tokens)."
+    if max_new is not None and prompt_tokens + max_new > context_len:
+        return (f"Requested token count exceeds the model's maximum context length of {context_len} tokens. "
+                f"You requested a total of {prompt_tokens + max_new} tokens: {prompt_tokens} tokens from the input "
+                f"messages and {max_new} tokens for the completion. Please reduce the number of tokens in the input "
+                "messages or the completion to fit within the limit.")
+    return None
+
+
 def _sse(obj) -> bytes:
     return b"data: " + orjson.dumps(obj) + b"\n\n"
 
@@ -89,7 +101,7 @@ class Api:
         scheme, _, token = req.headers.get("authorization", "").partition(" ")
         return scheme.lower() == "bearer" and secrets.compare_digest(token.strip().encode(), key.encode())
 
-    def reply(self, conn: Connection, req: Request, status: int, body, ctype="application/json") -> None:
+    def reply(self, conn: Connection, req: Request, status: int, body, ctype: str | None = "application/json") -> None:
         data = body if isinstance(body, bytes) else (body.encode() if isinstance(body, str) else orjson.dumps(body))
         self.sim.log.access(req.client, req.method, req.target, status, phrase(status))
         conn.respond(status, data, ctype)
@@ -107,7 +119,7 @@ class Api:
     async def health(self, req, conn):
         sim = self.sim
         if not sim.ready:
-            self.reply(conn, req, 503, b"", "text/plain")
+            self.reply(conn, req, 503, b"", None)
             return
         if sim.scheduler.hung:
             timeout_s = sim.health_timeout_s / sim.speed
@@ -116,10 +128,10 @@ class Api:
                 f"Health check failed. Server couldn't get a response from detokenizer for last "
                 f"{int(sim.health_timeout_s)} seconds. tic start time: {time.time() - timeout_s:.3f}. "
                 f"last_heartbeat time: {sim.last_heartbeat_t:.3f}")
-            self.reply(conn, req, 503, b"", "text/plain")
+            self.reply(conn, req, 503, b"", None)
             return
         sim.last_heartbeat_t = time.time()
-        self.reply(conn, req, 200, b"", "text/plain")
+        self.reply(conn, req, 200, b"", None)  # real 0.5.23: no content-type, empty body
 
     async def ready(self, req, conn):
         ok = self.sim.ready and not self.sim.scheduler.hung
@@ -142,7 +154,7 @@ class Api:
         self.reply(
             conn, req, 200 if ok else 400,
             "Cache flushed.\nPlease check backend logs for more details. (When there are running or "
-            "waiting requests, the operation will not be performed.)\n", "text/plain; charset=utf-8")
+            "waiting requests, the operation will not be performed.)\n", None)  # real: no content-type
 
     async def metrics(self, req, conn):
         self.reply(conn, req, 200, render_metrics(self.sim), "text/plain; version=0.0.4; charset=utf-8")
@@ -164,27 +176,35 @@ class Api:
         return SimRequest(rid, prompt_ids, max_new, ignore_eos, stops or [], salt, sink, streaming)
 
     def _meta(self, r: SimRequest, first: bool) -> dict:
+        # Keys and their order as real 0.5.23 sends them (tests/test_real_conformance.py).
+        wall_minus_mono = time.time() - time.monotonic()
+        final = r.finish_reason is not None
         m = {
             "id": r.rid, "finish_reason": r.finish_reason, "prompt_tokens": r.prompt_tokens,
             "weight_version": self.sim.ns.weight_version, "num_retractions": r.retractions,
-            "reasoning_tokens": 0, "completion_tokens": r.completion_tokens,
+            "storage_prefetch_wait": 0.0, "storage_staging_wait": 0.0,
+            "forward_entry_time": r.t_arrive + wall_minus_mono,
+            "prefill_finished_time": (r.t_first or r.t_arrive) + wall_minus_mono,
+            "queue_time": 0.0, "reasoning_tokens": 0, "completion_tokens": r.completion_tokens,
             "cached_tokens": r.cached_tokens,
         }
-        if first:
+        if final:
+            m["weight_versions"] = [{"version": self.sim.ns.weight_version, "start": 0, "end": r.completion_tokens}]
+        m["cached_tokens_details"] = None
+        m["dp_rank"] = None
+        if first and not final:
             m["response_sent_to_client_ts"] = time.time()
-        if r.finish_reason is not None:
+        if final:
             m["e2e_latency"] = r.t_done - r.t_arrive
             m.update(self._spec_meta(r))
-            if self.sim.ns.enable_metrics:  # req_time_stats keys, final chunk only in the simulator
-                wall_minus_mono = time.time() - time.monotonic()
+            if self.sim.ns.enable_metrics:  # req_time_stats keys, final chunk only
+                m.update(request_received_ts=r.t_arrive + wall_minus_mono, first_token_latency=r.t_first - r.t_arrive,
+                         api_server_dispatch_finish_ts=r.t_arrive + wall_minus_mono)
+            m["response_sent_to_client_ts"] = (r.t_first or r.t_done) + wall_minus_mono
+            if self.sim.ns.enable_metrics:
                 decode_s = r.t_done - r.t_first
-                m.update(
-                    request_received_ts=r.t_arrive + wall_minus_mono,
-                    first_token_latency=r.t_first - r.t_arrive,
-                    request_finished_ts=r.t_done + wall_minus_mono,
-                    decode_throughput=(r.completion_tokens - 1) / decode_s if decode_s > 0 else 0.0,
-                    queue_time=0.0,
-                )
+                m.update(request_finished_ts=r.t_done + wall_minus_mono,
+                         decode_throughput=(r.completion_tokens - 1) / decode_s if decode_s > 0 else 0.0)
         return m
 
     def _spec_meta(self, r: SimRequest) -> dict:
@@ -248,6 +268,11 @@ class Api:
                 if k not in SAMPLING_KEYS:
                     self.reply(conn, req, 400, {"error": f"unknown field `{k}`, expected one of " + ", ".join(f"`{x}`" for x in SAMPLING_KEYS)})
                     return
+        for p, sp in zip(prompts, sps, strict=False):
+            if (err := context_error(len(p), sp.get("max_new_tokens", 128), self.sim.context_len)) is not None:
+                self.sim.log.emit(f"[http_server] Error: {err}")
+                self.reply(conn, req, 400, {"error": {"message": err}})
+                return
         stream = bool(body.get("stream", False))
         incremental = self.sim.ns.incremental_streaming_output
         loop = asyncio.get_running_loop()
@@ -326,6 +351,9 @@ class Api:
             else:
                 prompt_ids = textgen.token_ids(prompt[0] if isinstance(prompt, list) else str(prompt))
             max_new = int(body.get("max_tokens") if body.get("max_tokens") is not None else 16)
+        if (err := context_error(len(prompt_ids), max_new, sim.context_len)) is not None:
+            self.reply(conn, req, 400, {"object": "error", "message": err, "type": "BadRequestError", "param": None, "code": 400})
+            return
         stream = bool(body.get("stream", False))
         opts = body.get("stream_options") or {}
         include_usage = bool(opts.get("include_usage")) or sim.ns.stream_response_default_include_usage
@@ -338,17 +366,24 @@ class Api:
         done = loop.create_future()
         state = {"sent": 0, "first": True}
 
-        def usage(r: SimRequest) -> dict:
+        def usage(r: SimRequest, streamed: bool = False) -> dict:
+            # Real 0.5.23: chat usage always has the *_details keys; a streamed completions usage
+            # chunk has them only with --enable-cache-report.
             u = {"prompt_tokens": r.prompt_tokens, "total_tokens": r.prompt_tokens + r.completion_tokens,
                  "completion_tokens": r.completion_tokens, "prompt_tokens_details": None, "reasoning_tokens": 0,
                  "completion_tokens_details": None}
             if sim.ns.enable_cache_report:
                 u["prompt_tokens_details"] = {"cached_tokens": r.cached_tokens}
+            elif streamed and not chat:
+                del u["prompt_tokens_details"], u["completion_tokens_details"]
             return u
 
         def chunk(choices, r, with_usage=False, extra=None):
-            c = {"id": r.rid, "object": obj, "created": created, "model": model, "choices": choices,
-                 "usage": usage(r) if with_usage else None}
+            c = {"id": r.rid, "object": obj, "created": created, "model": model, "choices": choices}
+            if with_usage:
+                c["usage"] = usage(r, streamed=True)
+            elif not chat:  # completions chunks carry "usage": null, chat chunks no key at all
+                c["usage"] = None
             if extra:
                 c.update(extra)
             return _sse(c)
@@ -364,11 +399,11 @@ class Api:
             out = []
             if chat:
                 if state["first"]:
-                    out.append(chunk([{"index": 0, "delta": {"role": "assistant", "content": "", "reasoning_content": None}, "logprobs": None, "finish_reason": None, "matched_stop": None}], r, continuous_usage))
+                    out.append(chunk([{"index": 0, "delta": {"reasoning_content": None, "role": "assistant", "content": ""}, "logprobs": None, "finish_reason": None, "matched_stop": None}], r, continuous_usage))
                 if delta:
-                    out.append(chunk([{"index": 0, "delta": {"role": None, "content": delta, "reasoning_content": None}, "logprobs": None, "finish_reason": None, "matched_stop": None}], r, continuous_usage))
+                    out.append(chunk([{"index": 0, "delta": {"reasoning_content": None, "content": delta}, "logprobs": None, "finish_reason": None, "matched_stop": None}], r, continuous_usage))
                 if fin:
-                    out.append(chunk([{"index": 0, "delta": {}, "logprobs": None, "finish_reason": fin, "matched_stop": matched}], r, continuous_usage))
+                    out.append(chunk([{"index": 0, "delta": {"reasoning_content": None}, "logprobs": None, "finish_reason": fin, "matched_stop": matched}], r, continuous_usage))
             elif delta or fin:
                 out.append(chunk([{"index": 0, "text": delta, "logprobs": None, "finish_reason": fin, "matched_stop": matched}], r, continuous_usage))
             state["first"] = False
@@ -401,7 +436,9 @@ class Api:
         else:
             choice = {"index": 0, "text": r.text, "logprobs": None, "finish_reason": fin, "matched_stop": matched}
         resp = {"id": r.rid, "object": "chat.completion" if chat else "text_completion", "created": created,
-                "model": model, "choices": [choice], "usage": usage(r), "metadata": None}
+                "model": model, "choices": [choice], "usage": usage(r),
+                "metadata": {"weight_version": sim.ns.weight_version, "weight_versions": [
+                    {"version": sim.ns.weight_version, "start": 0, "end": r.completion_tokens}]}}
         if want_spec and (details := self._spec_details(r)):
             resp["sglext"] = {"spec_tokens_details": details}
         self.reply(conn, req, 200, resp)

@@ -108,6 +108,7 @@ _FLAGS: list[tuple[tuple[str, ...], dict]] = [
     (("--enable-mfu-metrics",), dict(action="store_true", help="Enable estimated MFU metrics.")),
     (("--enable-cache-report",), dict(action="store_true", help="Return number of cached tokens in usage.prompt_tokens_details.")),
     (("--show-time-cost",), dict(action="store_true", help="Show time cost of custom marks.")),
+    (("--sleep-on-idle",), dict(action="store_true", help="Reduce CPU usage when sglang is idle.")),
     (("--skip-server-warmup",), dict(action="store_true", help="If set, skip warmup.")),
     (("--tool-call-parser",), dict(type=str, default=None, help="Specify the parser for handling tool-call interactions.")),
     (("--reasoning-parser",), dict(type=str, default=None, help="Specify the parser for reasoning models.")),
@@ -160,6 +161,10 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     return ns
 
 
+_GRAPH_EXTRA = {"tc_compiler": "eager", "max_context_size": None, "full_prefill_max_req": None,
+                "full_prefill_prefix_chunk_tokens": None, "max_seq_len": None}
+
+
 def resolved_server_args(ns: argparse.Namespace, plan) -> dict:
     """Every ServerArgs field with auto values filled in, as /server_info and the log show."""
     out = {k: v for k, v in vars(ns).items() if not k.startswith("sim_")}
@@ -177,11 +182,15 @@ def resolved_server_args(ns: argparse.Namespace, plan) -> dict:
         cuda_graph_max_bs_decode=plan.cuda_graph_max_bs,
         cuda_graph_bs_decode=plan.capture_bs,
         cuda_graph_backend_decode="full" if plan.cuda_graph else "disabled",
-        cuda_graph_config={"decode": {"backend": "full" if plan.cuda_graph else "disabled", "max_bs": plan.cuda_graph_max_bs}},
+        cuda_graph_config={  # 0.5.23's resolved config, both phases
+            "decode": {"backend": "full" if plan.cuda_graph else "disabled", "max_bs": plan.cuda_graph_max_bs,
+                       "bs": plan.capture_bs, **_GRAPH_EXTRA},
+            "prefill": {"backend": "disabled", "max_bs": plan.chunked_prefill_size, "bs": [], **_GRAPH_EXTRA}},
+        speculative_moe_runner_backend=ns.speculative_moe_runner_backend or "auto",
         flashinfer_allreduce_fusion_backend=ns.flashinfer_allreduce_fusion_backend or ("auto" if ns.enable_flashinfer_allreduce_fusion else None),
         random_seed=ns.random_seed if ns.random_seed is not None else 1,
         device=ns.device or "cuda",
-        nccl_port=ns.nccl_port or ns.port + 1000 + 7,
+        nccl_port=ns.nccl_port,  # 0.5.23 picks the port later; server_info keeps the flag
     )
     if plan.spec:
         out.update(

@@ -154,17 +154,18 @@ class Scheduler:
         self.spec_total_forward_ct = 0
         self.num_retracted_reqs = 0
         # tokenizer-side counters (/metrics)
-        self.prompt_tokens_total = 0
+        # keyed by is_streaming ("true"/"false"), the label 0.5.23 puts on them
+        self.prompt_tokens_total = {"true": 0, "false": 0}
         self.generation_tokens_total = {"true": 0, "false": 0}
         self.cached_tokens_total = 0
-        self.num_requests_total = 0
+        self.num_requests_total = {"true": 0, "false": 0}
         self.num_aborted_total = 0
         self.spec_verify_calls_total = 0
         self.retracted_total = 0
-        self.h_ttft = Histogram(TTFT_BUCKETS)
-        self.h_e2e = Histogram(E2E_BUCKETS)
+        self.h_ttft = {k: Histogram(TTFT_BUCKETS) for k in ("true", "false")}
+        self.h_e2e = {k: Histogram(E2E_BUCKETS) for k in ("true", "false")}
         self.h_itl = Histogram(ITL_BUCKETS)
-        self.cuda_graph_passes_total = 0
+        self.cuda_graph_passes_total = {"prefill_none": 0, "decode_cuda_graph": 0, "decode_none": 0}
 
     # ------------------------------------------------------------ client side
     def submit(self, req: SimRequest) -> None:
@@ -326,15 +327,16 @@ class Scheduler:
         live = [r for r in batch if not r.aborted]
         for r in live:
             r.t_first = r.t_last = now
-            self.prompt_tokens_total += r.prompt_tokens
+            self.prompt_tokens_total["true" if r.streaming else "false"] += r.prompt_tokens
             self.cached_tokens_total += r.cached_tokens
             if r.max_new <= 0:
                 r.finish_reason = {"type": "length", "length": 0}
             else:
                 self._append(r, now)
-            self.h_ttft.observe(now - r.t_arrive)
+            self.h_ttft["true" if r.streaming else "false"].observe(now - r.t_arrive)
             self._emit(r, now)
         self.running.extend(r for r in live if r.finish_reason is None)
+        self.cuda_graph_passes_total["prefill_none"] += 1
         gap = now - self.last_prefill_t
         self.last_prefill_t = now
         self.log.emit(
@@ -351,7 +353,7 @@ class Scheduler:
         spec = self.plan.spec
         nan_victim = self.running[0] if self.nan_pending and self.running else None
         self.nan_pending = False
-        self.cuda_graph_passes_total += 1 if self.plan.cuda_graph else 0
+        self.cuda_graph_passes_total["decode_cuda_graph" if self.plan.cuda_graph else "decode_none"] += 1
         for r in self.running:
             if r.aborted:
                 continue
@@ -392,10 +394,10 @@ class Scheduler:
         r.pending = 0
         if r.finish_reason is not None:
             r.t_done = now
-            self.num_requests_total += 1
+            self.num_requests_total["true" if r.streaming else "false"] += 1
             self.generation_tokens_total["true" if r.streaming else "false"] += r.completion_tokens
             self.spec_verify_calls_total += r.spec_verify_ct
-            self.h_e2e.observe(now - r.t_arrive)
+            self.h_e2e["true" if r.streaming else "false"].observe(now - r.t_arrive)
         r.sink(r)
 
     def _decode_log(self, batch: int) -> None:

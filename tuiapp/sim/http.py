@@ -122,10 +122,12 @@ class Connection(asyncio.Protocol):
             lines.append("connection: close")
         return ("\r\n".join(lines) + "\r\n\r\n").encode("latin-1")
 
-    def respond(self, status: int, body: bytes, content_type: str = "application/json", extra=()) -> None:
+    def respond(self, status: int, body: bytes, content_type: str | None = "application/json", extra=()) -> None:
         if self.closed:
             return
-        headers = [("content-length", str(len(body))), ("content-type", content_type), *extra]
+        headers = [("content-length", str(len(body))), *extra]
+        if content_type is not None:
+            headers.insert(1, ("content-type", content_type))
         self.transport.write(self._head(status, headers) + body)
 
     def start_stream(self, status: int = 200, content_type: str = "text/event-stream; charset=utf-8") -> None:

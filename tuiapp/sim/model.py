@@ -231,6 +231,38 @@ def step_ms_breakdown(
     return ms
 
 
+@dataclass(frozen=True)
+class Checkpoint:
+    """What the modelled server loads: the campaign's Kimi-K2.5, or a local HF checkpoint."""
+
+    arch: str
+    model_type: str
+    weights_total_gib: float
+    context_len: int
+
+
+KIMI = Checkpoint(MODEL_ARCH, MODEL_TYPE, WEIGHTS_TOTAL_GIB, CONTEXT_LEN)
+
+
+def checkpoint_for(model_path: str) -> Checkpoint:
+    """A local folder with config.json (e.g. the tiny model the real-server tier serves) is
+    modelled as itself: its architecture, context length and safetensors bytes as weights, so
+    ``--tp 1`` serves as the real server does with it. Anything else is the campaign's model."""
+    from pathlib import Path
+
+    folder = Path(model_path)
+    try:
+        import json
+
+        config = json.loads((folder / "config.json").read_text())
+        weights = sum(f.stat().st_size for f in folder.glob("*.safetensors")) / GIB
+    except (OSError, ValueError):
+        return KIMI
+    arch = (config.get("architectures") or [MODEL_ARCH])[0]
+    return Checkpoint(arch, config.get("model_type", "unknown"), weights,
+                      int(config.get("max_position_embeddings") or CONTEXT_LEN))
+
+
 def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None) -> Plan:
     """Resolve a parsed namespace (tuiapp.sim.args) plus environment into a Plan."""
     env = os.environ if env is None else env
@@ -278,7 +310,7 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
         step_ms += VERIFY_ALLREDUCE_MS + DRAFT_STEP_MS * steps
 
     total_gib = TORCH_TOTAL_GIB
-    weights = WEIGHTS_TOTAL_GIB / tp
+    weights = checkpoint_for(ns.model_path).weights_total_gib / tp
     draft_w = DRAFT_WEIGHTS_GIB * 8 / tp if spec else 0.0
     ar_gib = CUSTOM_AR_BUFFERS_GIB if custom_ar else 0.0
     avail_after = total_gib - CONTEXT_GIB - ar_gib - weights - draft_w
@@ -286,7 +318,10 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
     g_gib = graphs_gib(max_bs, spec, draft) if cuda_graph else 0.0
     per_token = KV_BYTES_PER_TOKEN * (1 + (1 / NUM_LAYERS if spec else 0))
     kv_tokens = max(int(kv * GIB / per_token), 0)
-    mem = MemoryPlan(CONTEXT_GIB, weights, draft_w, kv, g_gib, ar_gib)
+    if getattr(ns, "max_total_tokens", None):  # SGLang caps the pool, it never grows it
+        kv_tokens = min(kv_tokens, ns.max_total_tokens)
+    kv_pool_gib = min(kv, kv_tokens * per_token / GIB) if kv > 0 else kv
+    mem = MemoryPlan(CONTEXT_GIB, weights, draft_w, kv_pool_gib, g_gib, ar_gib)
 
     if failure is None:
         if (tp if attn_dp else tp * dp) > n_gpus:

@@ -27,6 +27,17 @@ from tuiapp.sim.http import serve
 from tuiapp.sim.logs import SimLog, rank_tags, tqdm_line
 
 GIB = model.GIB
+# /model_info's "embedding" block of a generation model, as real 0.5.23 sends it.
+EMBEDDING_INFO = {
+    "family": "none", "task": "none", "execution": "none", "attention": "none", "pooling": "model_defined",
+    "normalize": False, "postprocessor": "none", "tokenizer_special_tokens": "model_default",
+    "supports_dimensions": False, "supports_token_embeddings": False, "supports_multimodal": False,
+    "requires_embedding_flag": False, "auto_enable_embedding": False, "bcg_eligibility": "disabled",
+    "safe_disable_kv_cache": False, "safe_disable_radix_cache": False, "safe_disable_chunked_prefill": False,
+    "enabled": False, "matryoshka_dimensions": [],
+    "bcg": {"prefill_backend": "disabled", "enabled": False, "capture_token_budget": 4096, "capture_batch_sizes": []},
+    "cache": {"kv_cache_disabled": False, "radix_cache_disabled": False, "chunked_prefill_disabled": False},
+}
 
 
 class SimServer:
@@ -35,6 +46,7 @@ class SimServer:
         self.ns = parse_args(argv)
         self.argv = list(sys.argv[1:] if argv is None else argv)
         self.plan = model.plan_for(self.ns, self.env)
+        self.checkpoint = model.checkpoint_for(self.ns.model_path)
         self.speed = max(self.ns.sim_speed, 1e-6)
         self.rng = random.Random(self.ns.sim_seed)
         self.log = SimLog(with_ms=self.env.get("SGLANG_LOG_MS") == "1")
@@ -48,7 +60,7 @@ class SimServer:
             radix_cache=not self.ns.disable_radix_cache, step_s=step_s,
             stream_interval=self.ns.stream_interval)
         self.served_model_name = self.ns.served_model_name or self.ns.model_path
-        self.context_len = self.ns.context_length or model.CONTEXT_LEN
+        self.context_len = self.ns.context_length or self.checkpoint.context_len
         self.server_args = resolved_server_args(self.ns, self.plan)
         self.http_up = False
         self.ready = False
@@ -71,13 +83,14 @@ class SimServer:
             "load_format": ns.load_format, "reasoning_parser": ns.reasoning_parser,
             "tool_call_parser": ns.tool_call_parser, "disaggregation_mode": "null",
             "has_image_understanding": False, "has_audio_understanding": False,
-            "model_type": model.MODEL_TYPE, "architectures": [model.MODEL_ARCH],
+            "model_type": self.checkpoint.model_type, "architectures": [self.checkpoint.arch],
+            "embedding": EMBEDDING_INFO,
         }
 
     def server_info(self) -> dict:
         plan, s = self.plan, self.scheduler
         state = {
-            **self.server_args, "world_size": plan.tp_size, "startup_time": self.startup_s,
+            **self.server_args, "world_size": plan.tp_size, "startup_time": self.startup_timings(),
             "effective_max_running_requests_per_dp": plan.max_running_requests,
             "last_gen_throughput": s.last_gen_throughput,
             "memory_usage": {
@@ -85,18 +98,32 @@ class SimServer:
                 "kvcache": round(plan.mem.kv_gib, 2),
                 "startup_available": round(self.avail_after_graph_gib, 2),
                 "token_capacity": plan.kv_tokens, "token_capacity_swa": None,
-                "graph": {"decode": round(plan.mem.graphs_gib, 2)},
+                "graph": {"prefill": 0.0, "decode": round(plan.mem.graphs_gib, 2), "target_verify": 0.0,
+                          "draft_prefill": 0.0, "draft_decode": 0.0, "draft_extend": 0.0},
             },
         }
         if s.avg_spec_accept_length is not None:
             state["avg_spec_accept_length"] = s.avg_spec_accept_length
+        # 0.5.23's launch_command is the arguments only; max_req_input_len is
+        # min(context_len - 1, pool - 1) - 5 (tp_worker.py); startup_time is per stage.
         return {
-            **self.server_args, "launch_command": "python -m sglang.launch_server " + " ".join(self.argv),
+            **self.server_args, "custom_sigquit_handler": None, "launch_command": " ".join(self.argv),
             "status": "ready" if self.ready else "starting",
-            "max_total_num_tokens": plan.kv_tokens, "max_req_input_len": self.context_len - 1,
-            "hicache_object_layout": None, "kv_events": None, "startup_time": self.startup_s,
+            "max_total_num_tokens": plan.kv_tokens,
+            "max_req_input_len": min(self.context_len - 1, plan.kv_tokens - 1) - 5,
+            "hicache_object_layout": {"enabled": False, "backend": None, "page_size": 1,
+                                      "hicache_object_layout": {"pools": []},
+                                      "reason": "Hierarchical cache is disabled"},
+            "kv_events": None, "startup_time": self.startup_timings(),
             "internal_states": [state], "version": model.SGLANG_VERSION, "frontend": "python",
         }
+
+    def startup_timings(self) -> dict:
+        graphs = 1.0 / self.speed if self.plan.cuda_graph else 0.0
+        return {"load_weight": 1.8 / self.speed, "kv_cache_allocation": 0.1 / self.speed,
+                "scheduler_e2e": self.startup_s, "cuda_graph": {
+                    "prefill": 0.0, "decode": graphs, "target_verify": 0.0, "draft_prefill": 0.0,
+                    "draft_decode": 0.0, "draft_extend": 0.0}}
 
     # ------------------------------------------------------------ helpers
     async def pause(self, seconds: float) -> None:
@@ -198,7 +225,8 @@ class SimServer:
         await self.progress(lambda n: "Loading safetensors checkpoint shards", 64, load_s, "shards")
         self.gpu_busy(3, 90.0)
         avail -= mem.weights_gib
-        await self.each_rank(f"Load weight end. elapsed={load_s:.2f} s, type={model.MODEL_ARCH}, quant=compressed-tensors, "
+        await self.each_rank(f"Load weight end. elapsed={load_s:.2f} s, type={self.checkpoint.arch}"
+                             f"{', quant=compressed-tensors' if self.checkpoint is model.KIMI else ''}, "
                              f"avail mem={avail:.2f} GB, mem usage={mem.weights_gib:.2f} GB.")
         if plan.spec:
             await self.each_rank(f"Load weight begin. avail mem={avail:.2f} GB")
@@ -379,7 +407,7 @@ class SimServer:
             return 1
         stop = loop.create_future()
         for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.add_signal_handler(sig, lambda: stop.done() or stop.set_result(None))
+            loop.add_signal_handler(sig, lambda sig=sig: stop.done() or stop.set_result(sig))
         sched_task = loop.create_task(self.scheduler.run())
         sched_task.add_done_callback(self._scheduler_died)
         startup = loop.create_task(self.startup())
@@ -390,6 +418,11 @@ class SimServer:
         if startup.done():
             self.arm_faults()
             await stop
+        if stop.done() and stop.result() == signal.SIGTERM:  # 0.5.23's graceful drain, as it logs it
+            self.log.emit("SIGTERM received. signum=None frame=None. Draining requests and shutting down...")
+            n = self.scheduler.num_running
+            self.log.emit(f"Gracefully exiting... Remaining number of requests {n}. Remaining requests remaining_rids=[].")
+            self.log.emit(f"kill_process_tree called: parent_pid={self.pid}, include_parent=False, pid={self.pid}")
         self.log.uvicorn("Shutting down")
         server.close()
         for t in (sched_task, startup):
