@@ -190,7 +190,8 @@ class Api:
         }
         if final:
             m["weight_versions"] = [{"version": self.sim.ns.weight_version, "start": 0, "end": r.completion_tokens}]
-        m["cached_tokens_details"] = None
+        # a radix-cache hit is itemised by tier, no hit is null
+        m["cached_tokens_details"] = {"device": r.cached_tokens, "host": 0} if r.cached_tokens else None
         m["dp_rank"] = None
         if first and not final:
             m["response_sent_to_client_ts"] = time.time()

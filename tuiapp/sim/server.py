@@ -137,9 +137,20 @@ class SimServer:
             self.log.emit(message(r) if callable(message) else message, r)
             await self.pause(spread_s / max(len(ranks), 1))
 
-    def die(self, serving: bool) -> None:
-        """The parent got SIGQUIT: SGLang's kill_process_tree SIGKILLs everything, itself last."""
+    def die(self, serving: bool, scheduler_gone: bool = False) -> None:
+        """The parent got SIGQUIT: SGLang's kill_process_tree SIGKILLs everything, itself last.
+
+        Serving, 0.5.23 first waits 5 s for crash diagnostics (py-spy of live schedulers), as
+        the real CPU server logs after a scheduler is killed (tests/data/logs_real_cpu/).
+        """
         self.log.emit(failures.SIGQUIT_SERVING if serving else failures.SIGQUIT_STARTUP)
+        if serving:
+            self.log.emit("Sleeping 5 seconds before crash diagnostics to let GPU activity settle.")
+            sys.stderr.flush()
+            time.sleep(5.0 / self.speed)  # the real handler blocks its event loop too
+            if scheduler_gone:
+                self.log.emit("No live scheduler processes found; skipping py-spy and CUDA coredump.")
+            self.log.emit(f"kill_process_tree called: parent_pid={self.pid}, include_parent=True, pid={self.pid}")
         sys.stdout.flush()
         sys.stderr.flush()
         os.kill(os.getpid(), signal.SIGKILL)
@@ -388,7 +399,7 @@ class SimServer:
             for r in self.ranks:
                 self.log.emit(f"Scheduler watchdog timeout (self.watchdog_timeout={wd:g}, self.soft=False)", r)
         await self.pause(0.1)
-        self.die(serving=True)
+        self.die(serving=True, scheduler_gone=kind == "crash")
 
     def _scheduler_died(self, task: asyncio.Task) -> None:
         if task.cancelled() or task.exception() is None:
