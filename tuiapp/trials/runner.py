@@ -212,8 +212,20 @@ class PlanRunner:
         from tuiapp.server.launcher import LaunchError, ServerProcess
         from tuiapp.server.metrics_poll import run_metrics_poller
 
+        # A server that says it is going down gets no more requests: after a child crashed,
+        # real SGLang spends 5-65 s on diagnostics before it kills its tree; after SIGTERM it
+        # drains, and a closed-loop benchmark would keep it draining for ever.
+        going_down = asyncio.Event()
+        why_down: list[str] = []
+
+        def watch(event: _Event) -> None:
+            observe(event)
+            if (reason := _going_down(event)) is not None and not going_down.is_set():
+                why_down.append(reason)
+                going_down.set()
+
         # The launcher reports readiness itself (line or /health): one "ready" is enough.
-        watcher = LogWatcher(observe, ready_events=False)
+        watcher = LogWatcher(watch, ready_events=False)
         log_path = self.options.log_file
         if log_path is None and self.options.log_dir is not None:
             self.options.log_dir.mkdir(parents=True, exist_ok=True)
@@ -248,8 +260,17 @@ class PlanRunner:
             self.bench = bench
             bench_task = asyncio.create_task(bench.run())
             died = asyncio.create_task(server.wait())
-            done, _ = await asyncio.wait({bench_task, died}, timeout=cfg.timeouts.run_s,
+            down = asyncio.create_task(going_down.wait())
+            done, _ = await asyncio.wait({bench_task, died, down}, timeout=cfg.timeouts.run_s,
                                          return_when=asyncio.FIRST_COMPLETED)
+            down.cancel()
+            if down in done and bench_task not in done:
+                bench.stop()
+                bench_task.cancel()  # closes the streams: the server drops their requests
+                await asyncio.gather(bench_task, return_exceptions=True)
+                if why_down == ["drain"]:  # let it finish its own clean shutdown
+                    await asyncio.wait({died}, timeout=DRAIN_WAIT_S)
+                done = {died}
             collector.benchmarking = False
             if bench_task not in done:
                 bench.stop()
@@ -323,6 +344,23 @@ class PlanRunner:
             row.status = "timeout"
             which = "ready" if outcome == "not_ready" else "run"
             row.first_error = f"no result within the {which} timeout"
+
+
+DRAIN_WAIT_S = 30.0
+
+
+def _going_down(event: _Event) -> str | None:
+    """"crash" once SGLang's parent is killing its tree, "drain" once it shuts down on SIGTERM."""
+    from tuiapp.events import Alert, LogLine
+
+    if isinstance(event, Alert) and event.alert_kind == "crash" and event.severity == "error":
+        return "crash"
+    if isinstance(event, LogLine):
+        if "SIGQUIT received" in event.text or "Received sigquit" in event.text:
+            return "crash"
+        if "SIGTERM received" in event.text and "shutting down" in event.text:
+            return "drain"
+    return None
 
 
 async def _publish_server_info(publish, url: str, api_key: str | None) -> None:
