@@ -44,16 +44,29 @@ from real_sglang import RealServer  # noqa: E402
 from tuiapp.bench.workload import REFERENCE_PROMPTS  # noqa: E402
 from tuiapp.server.ports import free_port  # noqa: E402
 
+_CONNS: dict[str, http.client.HTTPConnection] = {}
+
 
 def independent_request(url: str, prompt: str, tokens: int) -> dict:
-    """One streamed /generate request with nothing but the standard library."""
+    """One streamed /generate request with nothing but the standard library, on a kept-alive
+    connection (as tuiapp's client and every benchmark client keep theirs)."""
     u = urlsplit(url)
     body = json.dumps({"text": prompt, "sampling_params": {"temperature": 0.0, "max_new_tokens": tokens,
                                                            "ignore_eos": True}, "stream": True}).encode()
-    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
-    t_send = time.perf_counter()
-    conn.request("POST", "/generate", body=body, headers={"Content-Type": "application/json"})
-    resp = conn.getresponse()
+    for attempt in (0, 1):
+        conn = _CONNS.get(url)
+        if conn is None:
+            conn = _CONNS[url] = http.client.HTTPConnection(u.hostname, u.port, timeout=120)
+        t_send = time.perf_counter()
+        try:
+            conn.request("POST", "/generate", body=body, headers={"Content-Type": "application/json"})
+            resp = conn.getresponse()
+            break
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            conn.close()  # the server closed the idle connection: a new one, timed afresh
+            del _CONNS[url]
+            if attempt:
+                raise
     first = last = None
     final = None
     for raw in resp:
@@ -63,7 +76,7 @@ def independent_request(url: str, prompt: str, tokens: int) -> dict:
         first = now if first is None else first
         last = now
         final = raw
-    conn.close()
+    resp.read()  # the chunked body's end, so the connection can carry the next request
     n = json.loads(final[6:])["meta_info"]["completion_tokens"]
     decode_s = last - first
     return {"ttft_s": first - t_send, "decode_tok_s": (n - 1) / decode_s, "itl_s": decode_s / (n - 1), "n": n}
