@@ -225,10 +225,11 @@ async def _stream(
                 res.error = f"HTTP {resp.status_code}: {_error_text(body)}"
                 res.error_body = body[:4096].decode("utf-8", "replace")
                 return
+            sent_s = resp.request.extensions.get("sent_s", t0)  # set by LeanTransport
             if api == "generate":
-                await _read_generate(resp, res, progress, t0)
+                await _read_generate(resp, res, progress, sent_s)
             else:
-                await _read_openai(resp, res, progress, t0)
+                await _read_openai(resp, res, progress, sent_s)
     except httpx.ConnectError as exc:
         res.connect_failed = True
         res.error = f"cannot connect: {exc}" if str(exc) else "cannot connect"

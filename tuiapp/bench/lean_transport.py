@@ -11,6 +11,7 @@ the loop's watchdog's job. https and anything unusual fall back to httpx's own t
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import AsyncIterator
 
 import httpx
@@ -199,6 +200,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
             conn = pool.pop() if pool else await self._connect(host, port)
             if conn.closed:
                 continue
+            # when the bytes leave: TTFT counts from here, not from before the client built them
+            request.extensions["sent_s"] = time.perf_counter()
             conn.transport.write(data)  # type: ignore[union-attr]
             read_s = (request.extensions.get("timeout") or {}).get("read")
             try:
