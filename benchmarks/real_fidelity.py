@@ -110,16 +110,18 @@ async def paired(url: str, pairs: int, tokens: int) -> list[dict]:
 
 
 def report(rows: list[dict], names: list[str]) -> None:
-    for other in [n for n in names if n != "tuiapp"]:
-        pairs = [r for r in rows if r.get(other) is not None and r.get("tuiapp") is not None]
+    combos = [(ours, other) for ours in names if ours.startswith("tuiapp")
+              for other in names if not other.startswith("tuiapp")]
+    for mine, other in combos:
+        pairs = [r for r in rows if r.get(other) is not None and r.get(mine) is not None]
         if not pairs:
             continue
-        print(f"  tuiapp / {other} over {len(pairs)} pairs:")
+        print(f"  {mine} / {other} over {len(pairs)} pairs:")
         for key, label in (("decode_tok_s", "decode tok/s"), ("ttft_s", "TTFT"), ("itl_s", "ITL")):
-            ours = statistics.fmean(r["tuiapp"][key] for r in pairs)
+            ours = statistics.fmean(r[mine][key] for r in pairs)
             theirs = statistics.fmean(r[other][key] for r in pairs)
-            med = statistics.median(r["tuiapp"][key] / r[other][key] for r in pairs)
-            m_ours = statistics.median(r["tuiapp"][key] for r in pairs)
+            med = statistics.median(r[mine][key] / r[other][key] for r in pairs)
+            m_ours = statistics.median(r[mine][key] for r in pairs)
             m_theirs = statistics.median(r[other][key] for r in pairs)
             print(f"    {label:13s} means {ours:.4g} vs {theirs:.4g} (ratio {ours / theirs:.4f}); medians {m_ours:.4g} vs "
                   f"{m_theirs:.4g} (ratio {m_ours / m_theirs:.4f}); median of pair ratios {med:.4f}")
@@ -134,11 +136,12 @@ def run_independent(url: str, requests: int, tokens: int, offset: int) -> dict:
     return {k: statistics.fmean(r[k] for r in res) for k in ("ttft_s", "decode_tok_s", "itl_s")}
 
 
-def run_tuiapp(url: str, requests: int, tokens: int, out: Path) -> dict:
+def run_tuiapp(url: str, requests: int, tokens: int, out: Path, pollers: bool = True) -> dict:
     summary = out / "summary.json"
+    extra = [] if pollers else ["--metrics-interval", "100000"]  # /metrics and /server_info once only
     cmd = [sys.executable, "-m", "tuiapp.cli", "attach", url, "--headless", "--telemetry", "off",
            "--runs", str(requests), "--warmup", "1", "--no-flush-cache", "--max-new-tokens", str(tokens),
-           "--summary", str(summary)]
+           "--summary", str(summary), *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=ROOT)
     if proc.returncode != 0:
         raise RuntimeError(f"tuiapp attach failed ({proc.returncode}): {proc.stderr[-800:]} {proc.stdout[-800:]}")
@@ -183,6 +186,7 @@ def main() -> int:
         model = httpx.get(url + "/v1/models", timeout=10).json()["data"][0]["id"]
         run_independent(url, args.requests, 32, 0)  # warm up: the first requests are slower, and fill the prefix cache
         tools = {"tuiapp": lambda i: run_tuiapp(url, args.requests, args.tokens, tmp),
+                 "tuiapp-no-pollers": lambda i: run_tuiapp(url, args.requests, args.tokens, tmp, pollers=False),
                  "independent": lambda i: run_independent(url, args.requests, args.tokens, 0)}
         aiperf_note = "aiperf: not installed (benchmarks/bench_peers.py AIPERF_VENV), skipped"
         if (Path(__import__("bench_peers").AIPERF_VENV) / "bin" / "aiperf").exists():
