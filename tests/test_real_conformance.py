@@ -22,7 +22,7 @@ from tuiapp.server.metrics_poll import _WANTED
 from tuiapp.server.ports import free_port
 from tuiapp.sim.process import SimProcess
 
-pytestmark = pytest.mark.real_sglang
+pytestmark = [pytest.mark.real_sglang, pytest.mark.timeout(600)]  # a real start is 40-60 s, more on a loaded box
 
 # What a GPU server (the simulator's model) says where the CPU server says something else.
 INTENDED = {

@@ -22,7 +22,7 @@ from real_sglang import RealServer, alive, kill_tree, server_argv, server_env, v
 
 from tuiapp.server.ports import free_port
 
-pytestmark = pytest.mark.real_sglang
+pytestmark = [pytest.mark.real_sglang, pytest.mark.timeout(600)]  # a real start is 40-60 s, more on a loaded box
 
 ALERT_WITHIN_S = 2.0
 
