@@ -154,7 +154,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._connect_timeout_s = connect_timeout_s
         self._max_idle = max_idle
         self._idle: dict[tuple[str, int], list[_Conn]] = {}
-        self._fallback = httpx.AsyncHTTPTransport(limits=limits) if limits else httpx.AsyncHTTPTransport()
+        self._limits = limits
+        self._fallback: httpx.AsyncHTTPTransport | None = None  # built on first https use: its SSL context costs ~20 ms
 
     def _release(self, key: tuple[str, int], conn: _Conn) -> None:
         pool = self._idle.setdefault(key, [])
@@ -176,6 +177,11 @@ class LeanTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
         if url.scheme != "http":
+            if self._fallback is None:
+                from tuiapp.server.clients import tls_context
+
+                limits = self._limits or httpx.Limits()
+                self._fallback = httpx.AsyncHTTPTransport(verify=tls_context(), limits=limits)
             return await self._fallback.handle_async_request(request)
         host, port = url.host, url.port or 80
         key = (host, port)
@@ -260,4 +266,5 @@ class LeanTransport(httpx.AsyncBaseTransport):
             for conn in pool:
                 conn.close()
         self._idle.clear()
-        await self._fallback.aclose()
+        if self._fallback is not None:
+            await self._fallback.aclose()

@@ -42,13 +42,16 @@ class GpuTable(Panel):
     panel_key = "gpus"
 
     _rows = 0
+    _subtitle = ""
 
     def get_content_height(self, container, viewport, width: int) -> int:
         return max(1, len(self.store.gpus))
 
     def paint(self, force: bool = False) -> None:
         super().paint(force)
-        self.border_subtitle = host_text(self.store.host)
+        subtitle = host_text(self.store.host)
+        if subtitle != self._subtitle:  # setting it refreshes the whole table, changed or not
+            self._subtitle = self.border_subtitle = subtitle
         if len(self.store.gpus) != self._rows:  # a new GPU: the panel grows (a layout pass)
             self._rows = len(self.store.gpus)
             self.refresh(layout=True)
