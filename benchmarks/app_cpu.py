@@ -306,6 +306,7 @@ def main() -> None:
     ap.add_argument("--concurrency", type=int, default=1)
     ap.add_argument("--skip-attach", action="store_true")
     ap.add_argument("--skip-demo", action="store_true")
+    ap.add_argument("--skip-headless", action="store_true", help="TUI runs only (profiling)")
     ap.add_argument("--demo-limit", type=float, default=400.0, help="give up on a campaign after this long")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
     ap.add_argument("--py-spy", metavar="DIR", help="profile each measured window with py-spy into DIR "
@@ -333,7 +334,7 @@ def main() -> None:
             sim.wait_ready(60)
             print(f"attach: simulator {sim.url} (pid {sim.proc.pid}), 8 GPUs; "
                   f"{args.warmup:g} s warm-up, {args.seconds:g} s measured")
-            for size in [*parse_sizes(args.sizes), None]:
+            for size in [*parse_sizes(args.sizes), *([] if args.skip_headless else [None])]:
                 show(measure_attach(sim, size, args.warmup, args.seconds, args.concurrency))
             result = measure_aiperf(sim, (160, 48), args.warmup, args.seconds)
             if isinstance(result, str):
@@ -346,10 +347,18 @@ def main() -> None:
 
     if not args.skip_demo:
         print("demo: the whole campaign, from start to the last trial in the ledger")
-        head = measure_demo(None, None, args.demo_limit)
-        show(head)
+        n_trials = None
+        if not args.skip_headless:
+            head = measure_demo(None, None, args.demo_limit)
+            show(head)
+            n_trials = head["trials"] or None
+        else:
+            from tuiapp.trials.plan import load_plan
+            from tuiapp.trials.plans import plan_path
+
+            n_trials = len(load_plan(plan_path("campaign")).all())
         for size in parse_sizes(args.demo_sizes):
-            show(measure_demo(size, head["trials"] or None, args.demo_limit))
+            show(measure_demo(size, n_trials, args.demo_limit))
 
     print("ratios (tuiapp's CPU / the simulator's, and / headless of the same command):")
     for row in rows:

@@ -48,7 +48,8 @@ def async_client(url: str, *, api_key: str | None = None,
     connect_s = timeout.connect if isinstance(timeout, httpx.Timeout) else timeout
     # trust_env=False: an HTTP(S)_PROXY from the environment must not carry our polls.
     return httpx.AsyncClient(headers=auth_headers(api_key), timeout=timeout, trust_env=False,
-                             transport=LeanTransport(connect_timeout_s=connect_s or 5.0, max_idle=4))
+                             transport=LeanTransport(connect_timeout_s=connect_s or 5.0, max_idle=4,
+                                                     stream_wake_s=0.0))
 
 
 def sync_client(url: str, *, api_key: str | None = None,

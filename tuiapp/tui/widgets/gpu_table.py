@@ -40,6 +40,10 @@ def mem_tone(fraction: float | None) -> str:
 
 class GpuTable(Panel):
     panel_key = "gpus"
+    # The costliest panel to draw; its samples come every 0.25-1 s and every one moves the
+    # histories, so comparing texts first would only draw it twice.
+    min_interval_s = 0.75
+    compare_text = False
 
     _rows = 0
     _subtitle = ""
