@@ -189,6 +189,14 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self._limits = limits
         self._fallback: httpx.AsyncHTTPTransport | None = None  # built on first https use: its SSL context costs ~20 ms
 
+    def https_transport(self) -> httpx.AsyncHTTPTransport:
+        """httpx's own transport, for https (built on first use, with the shared SSL context)."""
+        if self._fallback is None:
+            from tuiapp.server.clients import tls_context
+
+            self._fallback = httpx.AsyncHTTPTransport(verify=tls_context(), limits=self._limits or httpx.Limits())
+        return self._fallback
+
     def _release(self, key: tuple[str, int], conn: _Conn) -> None:
         pool = self._idle.setdefault(key, [])
         if len(pool) < self._max_idle:
@@ -209,12 +217,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
         if url.scheme != "http":
-            if self._fallback is None:
-                from tuiapp.server.clients import tls_context
-
-                limits = self._limits or httpx.Limits()
-                self._fallback = httpx.AsyncHTTPTransport(verify=tls_context(), limits=limits)
-            return await self._fallback.handle_async_request(request)
+            return await self.https_transport().handle_async_request(request)
         host, port = url.host, url.port or 80
         key = (host, port)
         body = await request.aread()
