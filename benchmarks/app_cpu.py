@@ -58,6 +58,7 @@ from tuiapp.sim.process import SimProcess  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 TUIAPP = [sys.executable, "-m", "tuiapp"]
+TREE: Path | None = None  # --baseline-tree: the tuiapp source tree the next runs import
 SIM_ARGS = ["--model-path", "moonshotai/Kimi-K2.5", "--tp", "8", "--enable-metrics"]
 
 
@@ -101,6 +102,8 @@ class App:
     def __init__(self, argv: list[str], size: tuple[int, int] | None, cwd: Path) -> None:
         self.size = size
         env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", "PYTHONUNBUFFERED": "1"}
+        if TREE is not None:  # the baseline's code, for tuiapp and every process it starts
+            env["PYTHONPATH"] = str(TREE)
         env.pop("TEXTUAL", None)
         self.drain: Drain | None = None
         self.popen: subprocess.Popen | None = None
@@ -201,8 +204,28 @@ def measure_attach(sim: SimProcess, size: tuple[int, int] | None, warmup_s: floa
         app.stop()
         shutil.rmtree(work, ignore_errors=True)
     wall = w1 - w0
-    return {"what": f"attach c={concurrency} {label(size)}", "tuiapp_pct": pct(a1 - a0, wall),
+    return {"what": f"{_tag()}attach c={concurrency} {label(size)}", "tuiapp_pct": pct(a1 - a0, wall),
             "sim_pct": pct(s1 - s0, wall), "out_kib_s": (b1 - b0) / wall / 1024, "wall_s": wall}
+
+
+def _tag() -> str:
+    return "before " if TREE is not None else ("after  " if BASELINE is not None else "")
+
+
+BASELINE: Path | None = None
+SHOW = print  # main() points it at its row printer
+
+
+def both(measure, *args) -> None:
+    """Run one measurement with the baseline tree (when given), then with this one."""
+    global TREE
+    if BASELINE is not None:
+        TREE = BASELINE
+        try:
+            SHOW(measure(*args))
+        finally:
+            TREE = None
+    SHOW(measure(*args))
 
 
 def _bytes(app: App) -> int:
@@ -250,7 +273,7 @@ def measure_demo(size: tuple[int, int] | None, n_trials: int | None, limit_s: fl
         shutil.rmtree(work, ignore_errors=True)
     if size is None:  # headless ends by itself: the totals at exit are the campaign's
         own, children = totals
-    return {"what": f"demo {label(size)}", "tuiapp_pct": pct(own, wall), "sim_pct": pct(children, wall),
+    return {"what": f"{_tag()}demo {label(size)}", "tuiapp_pct": pct(own, wall), "sim_pct": pct(children, wall),
             "out_kib_s": out / wall / 1024, "wall_s": wall, "trials": trials}
 
 
@@ -309,10 +332,15 @@ def main() -> None:
     ap.add_argument("--skip-headless", action="store_true", help="TUI runs only (profiling)")
     ap.add_argument("--demo-limit", type=float, default=400.0, help="give up on a campaign after this long")
     ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    ap.add_argument("--baseline-tree", metavar="DIR", help="a checkout of the code before a change "
+                    "(e.g. git archive OLD | tar -x -C DIR): every scenario runs with it, then with "
+                    "this tree, back to back, and the ratios after/before are printed")
     ap.add_argument("--py-spy", metavar="DIR", help="profile each measured window with py-spy into DIR "
                     "(collapsed stacks; its sampling perturbs the figures a little)")
     args = ap.parse_args()
-    global PROFILE_DIR
+    global PROFILE_DIR, BASELINE, SHOW
+    if args.baseline_tree:
+        BASELINE = Path(args.baseline_tree).resolve()
     if args.py_spy:
         PROFILE_DIR = Path(args.py_spy)
         PROFILE_DIR.mkdir(parents=True, exist_ok=True)
@@ -328,6 +356,7 @@ def main() -> None:
         print(f"  {row['what']:<32} tuiapp {row['tuiapp_pct']:6.2f}% of a core | simulator {row['sim_pct']:6.2f}%"
               f" | pty out {row['out_kib_s']:7.1f} KiB/s | {row['wall_s']:.0f} s{extra}", flush=True)
 
+    SHOW = show
     if not args.skip_attach:
         sim = SimProcess(SIM_ARGS, speed=20)
         try:
@@ -335,7 +364,7 @@ def main() -> None:
             print(f"attach: simulator {sim.url} (pid {sim.proc.pid}), 8 GPUs; "
                   f"{args.warmup:g} s warm-up, {args.seconds:g} s measured")
             for size in [*parse_sizes(args.sizes), *([] if args.skip_headless else [None])]:
-                show(measure_attach(sim, size, args.warmup, args.seconds, args.concurrency))
+                both(measure_attach, sim, size, args.warmup, args.seconds, args.concurrency)
             result = measure_aiperf(sim, (160, 48), args.warmup, args.seconds)
             if isinstance(result, str):
                 notes.append(result)
@@ -349,16 +378,15 @@ def main() -> None:
         print("demo: the whole campaign, from start to the last trial in the ledger")
         n_trials = None
         if not args.skip_headless:
-            head = measure_demo(None, None, args.demo_limit)
-            show(head)
-            n_trials = head["trials"] or None
+            both(measure_demo, None, None, args.demo_limit)
+            n_trials = rows[-1]["trials"] or None
         else:
             from tuiapp.trials.plan import load_plan
             from tuiapp.trials.plans import plan_path
 
             n_trials = len(load_plan(plan_path("campaign")).all())
         for size in parse_sizes(args.demo_sizes):
-            show(measure_demo(size, n_trials, args.demo_limit))
+            both(measure_demo, size, n_trials, args.demo_limit)
 
     print("ratios (tuiapp's CPU / the simulator's, and / headless of the same command):")
     for row in rows:
@@ -367,6 +395,17 @@ def main() -> None:
         vs_sim = row["tuiapp_pct"] / row["sim_pct"] if row["sim_pct"] and row["sim_pct"] == row["sim_pct"] else float("nan")
         vs_head = row["tuiapp_pct"] / base["tuiapp_pct"] if base and base["tuiapp_pct"] else float("nan")
         print(f"  {row['what']:<32} / simulator {vs_sim:5.2f}   / headless {vs_head:5.2f}")
+    if BASELINE is not None:
+        print("after / before (same scenario, back to back in this run):")
+        for row in rows:
+            if not row["what"].startswith("after  "):
+                continue
+            name = row["what"][len("after  "):]
+            old = next((r for r in rows if r["what"] == "before " + name), None)
+            if old and old["tuiapp_pct"]:
+                sim_ratio = (row["sim_pct"] / old["sim_pct"]) if old["sim_pct"] else float("nan")
+                print(f"  {name:<32} tuiapp {row['tuiapp_pct'] / old['tuiapp_pct']:5.2f}"
+                      f"   (simulator {sim_ratio:5.2f}: how much the box itself moved)")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "notes": notes}, indent=2) + "\n")
 
