@@ -5,7 +5,7 @@ import asyncio
 import httpx
 import pytest
 
-from tuiapp.bench.lean_transport import LeanTransport
+from tuiapp.common.lean_transport import LeanTransport
 
 CHUNKED = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
@@ -107,5 +107,6 @@ def test_client_pool_fits_the_concurrency():
     client = make_client(Timeouts(), api_key=None, concurrency=300)
     transport = client._transport
     assert transport._max_idle >= 300
-    assert transport._fallback._pool._max_connections >= 300
+    assert transport._fallback is None  # no SSL context until an https URL needs one
+    assert transport.https_transport()._pool._max_connections >= 300
     assert transport._fallback._pool._max_keepalive_connections >= 300

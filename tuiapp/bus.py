@@ -42,6 +42,9 @@ class Subscription:
         self._closed = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._wakeup: asyncio.Event | None = None
+        # A wake-up is on its way and the reader has not found the queue empty since: a
+        # burst (8 GPU samples from the sampler thread) costs one cross-thread wake, not 8.
+        self._wake_pending = False
 
     def _put(self, event: _Event) -> None:
         with self._lock:
@@ -49,7 +52,10 @@ class Subscription:
                 self._queue.popleft()
                 self.dropped += 1
             self._queue.append(event)
-        self._wake()
+            wake = not self._wake_pending
+            self._wake_pending = True
+        if wake:
+            self._wake()
 
     def _wake(self) -> None:
         set_from_any_thread(self._loop, self._wakeup)
@@ -82,6 +88,7 @@ class Subscription:
                 if self._closed:
                     return None
                 self._wakeup.clear()
+                self._wake_pending = False  # the next event must wake us
             await self._wakeup.wait()
 
     async def __aiter__(self) -> AsyncIterator[_Event]:

@@ -25,9 +25,9 @@ from typing import Any
 import httpx
 import orjson
 
-from tuiapp.bench.lean_transport import LeanTransport
 from tuiapp.bench.settings import ApiName, BenchSettings, Timeouts
 from tuiapp.bench.workload import Prompt
+from tuiapp.common.lean_transport import LeanTransport
 
 NAN_MATCH = "NaN happened"
 STREAM_CUT = "stream ended before the request finished"
@@ -260,8 +260,10 @@ async def _sse_data(resp: httpx.Response):
     """Yield (arrival time, payload bytes) of each ``data:`` line."""
     buf = b""
     perf = time.perf_counter
+    # the lean transport stamps its reads (it wakes us less often than data comes in)
+    arrived = resp.extensions.get("arrived_s", perf)
     async for raw in resp.aiter_raw():
-        now = perf()
+        now = arrived()
         buf = buf + raw if buf else raw
         start = 0
         while True:

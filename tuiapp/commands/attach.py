@@ -151,14 +151,15 @@ def telemetry_kind(args: argparse.Namespace, url: str) -> str:
     return "dcgm" if args.dcgm else "off"  # a remote server: its nodes' exporters, if given
 
 
-def _telemetry_sources(kind: str, args: argparse.Namespace, url: str, done: Any) -> list[Any]:
+def _telemetry_sources(kind: str, args: argparse.Namespace, url: str, done: Any, http: Any = None) -> list[Any]:
     """GPU and host samplers; each ends when ``done`` is set."""
     if kind == "off":
         return []
     from tuiapp.telemetry import run_host_sampler, run_telemetry
 
     async def gpu_source(bus: Any) -> None:
-        await run_telemetry(bus.publish, kind, sim_url=url, dcgm_urls=args.dcgm, stop=done)
+        await run_telemetry(bus.publish, kind, sim_url=url, dcgm_urls=args.dcgm, stop=done,
+                            sim_client=http.sync if http is not None else None)
 
     async def host_source(bus: Any) -> None:
         await run_host_sampler(bus.publish, stop=done)
@@ -207,6 +208,7 @@ def run(args: argparse.Namespace) -> int:
     from tuiapp.bench.workload import WorkloadError
     from tuiapp.commands.frontend import run as run_session
     from tuiapp.common.errors import UsageError
+    from tuiapp.common.http_clients import ServerClient
     from tuiapp.events import ServerState
     from tuiapp.server.info import ServerUnreachable, fetch_server_info
     from tuiapp.server.metrics_poll import run_metrics_poller
@@ -245,6 +247,8 @@ def run(args: argparse.Namespace) -> int:
     except WorkloadError as exc:
         raise UsageError(str(exc)) from None
     session.controls = AttachControls(loop, session.bus.publish)
+    http = ServerClient(url, args.api_key)  # the session's one client of the server (metrics, GPUs)
+    session.on_stop = http.aclose
     # Ends the pollers and samplers when the loop is done (an Event binds to the running
     # loop on first use, so making it here is fine).
     done = asyncio.Event()
@@ -260,13 +264,14 @@ def run(args: argparse.Namespace) -> int:
 
     async def metrics_source(bus: Any) -> None:
         await run_metrics_poller(
-            bus.publish, url, api_key=args.api_key, interval_s=args.metrics_interval, stop=done
+            bus.publish, url, api_key=args.api_key, interval_s=args.metrics_interval, stop=done,
+            client=http.aio,
         )
 
     # /metrics and /server_info are SGLang's; another server would answer 404 (or, serving
     # one request at a time, queue the poll behind a benchmark request)
     session.sources = [bench_source, metrics_source] if info.engine == "sglang" else [bench_source]
-    session.sources += _telemetry_sources(telemetry, args, url, done)
+    session.sources += _telemetry_sources(telemetry, args, url, done, http)
     session.sources += _log_tasks(sources, args, session.bus.publish, done)
 
     code = run_session(session, headless=args.headless, theme=args.theme)

@@ -13,10 +13,12 @@ Secret-looking server args (``api_key``, ``admin_api_key``, ...) are masked.
 
 from __future__ import annotations
 
+import contextlib
 from typing import Any
 
 import httpx
 
+from tuiapp.common.http_clients import async_client
 from tuiapp.common.redact import redact_env
 from tuiapp.events import ServerInfo
 
@@ -25,10 +27,11 @@ class ServerUnreachable(Exception):
     """The URL does not answer as an SGLang (or OpenAI-compatible) server."""
 
 
-async def _get_json(client: httpx.AsyncClient, base_url: str, paths: tuple[str, ...]) -> dict[str, Any] | None:
+async def _get_json(client: httpx.AsyncClient, base_url: str, paths: tuple[str, ...],
+                    timeout_s: float) -> dict[str, Any] | None:
     for path in paths:
         try:
-            resp = await client.get(base_url + path)
+            resp = await client.get(base_url + path, timeout=timeout_s)
         except httpx.TimeoutException:
             continue
         if resp.status_code in (401, 403):
@@ -61,19 +64,22 @@ def _str(value: Any) -> str | None:
     return value if isinstance(value, str) else None
 
 
-async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeout_s: float = 5.0) -> ServerInfo:
-    """Ask the server; raise :class:`ServerUnreachable` (one-line message) if it does not answer."""
+async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeout_s: float = 5.0,
+                            client: httpx.AsyncClient | None = None) -> ServerInfo:
+    """Ask the server; raise :class:`ServerUnreachable` (one-line message) if it does not answer.
+    ``client``: the session's client of this server (carrying ``api_key``), else one of its own."""
     base_url = base_url.rstrip("/")
-    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
-    async with httpx.AsyncClient(headers=headers, timeout=timeout_s, trust_env=False) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        if client is None:
+            client = await stack.enter_async_context(async_client(base_url, api_key=api_key, timeout=timeout_s))
         try:
-            model = await _get_json(client, base_url, ("/model_info", "/get_model_info"))
-            server = await _get_json(client, base_url, ("/server_info", "/get_server_info"))
+            model = await _get_json(client, base_url, ("/model_info", "/get_model_info"), timeout_s)
+            server = await _get_json(client, base_url, ("/server_info", "/get_server_info"), timeout_s)
             engine = "sglang"
             if model is None and server is None:
                 engine = "openai"
                 # An OpenAI-compatible server that is not SGLang still gets a benchmark.
-                models = await _get_json(client, base_url, ("/v1/models",))
+                models = await _get_json(client, base_url, ("/v1/models",), timeout_s)
                 if models is None:
                     raise ServerUnreachable(f"{base_url} answers, but not as an SGLang or OpenAI-compatible server")
                 data = models.get("data")

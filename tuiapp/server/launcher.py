@@ -24,6 +24,7 @@ from pathlib import Path
 
 import httpx
 
+from tuiapp.common.http_clients import DEFAULT_TIMEOUT, async_client
 from tuiapp.common.redact import Redactor, redact_argv, secret_values
 from tuiapp.events import ServerState, ServerStateName, _Event
 from tuiapp.server.command import api_key_from, server_host, server_port, server_url
@@ -65,6 +66,7 @@ class ServerProcess:
         health_url: str | None = None,
         api_key: str | None = None,
         output_in_loop: bool = True,
+        client: httpx.AsyncClient | None = None,
     ) -> None:
         if not argv:
             raise LaunchError("no server command given")
@@ -77,6 +79,7 @@ class ServerProcess:
         self._output_in_loop = output_in_loop
         self._url = (health_url or server_url(self.argv)).rstrip("/")
         self._api_key = api_key if api_key is not None else api_key_from(self.argv)
+        self._client = client  # the session's client of this server (health poll), if it has one
         self._proc: asyncio.subprocess.Process | None = None
         self._tree: ProcessTree | None = None
         self._pump: OutputPump | None = None
@@ -226,13 +229,13 @@ class ServerProcess:
         return self._state == "ready"
 
     async def _poll_health(self) -> None:
-        headers = {"Authorization": f"Bearer {self._api_key}"} if self._api_key else {}
-        timeout = httpx.Timeout(2.0, connect=1.0)
-        # trust_env=False: an HTTP(S)_PROXY from the environment must not carry our localhost poll.
-        async with httpx.AsyncClient(timeout=timeout, headers=headers, trust_env=False) as client:
+        async with contextlib.AsyncExitStack() as stack:
+            client = self._client
+            if client is None:
+                client = await stack.enter_async_context(async_client(self._url, api_key=self._api_key))
             while self._state == "starting":
                 try:
-                    response = await client.get(f"{self._url}/health")
+                    response = await client.get(f"{self._url}/health", timeout=DEFAULT_TIMEOUT)
                     if response.status_code == 200:
                         self._mark_ready("/health")
                         return

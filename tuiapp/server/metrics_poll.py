@@ -11,6 +11,7 @@ and other gauges averaged; the usage gauge takes the fullest group.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import math
 import time
 from collections import defaultdict
@@ -20,6 +21,7 @@ from typing import Any
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from tuiapp.common.http_clients import DEFAULT_TIMEOUT, async_client
 from tuiapp.events import ServerStats
 from tuiapp.server.info import decode_side
 
@@ -41,10 +43,20 @@ _INTS = {"running_reqs", "queue_reqs", "num_tokens", "retracted_reqs"}
 SERVER_INFO_EVERY_S = 2.0
 
 
+_NAMES = tuple(_WANTED)
+_TYPED = tuple(f"# TYPE {name}" for name in _WANTED)
+
+
+def _wanted_lines(text: str) -> str:
+    """Only the lines of the families we read: SGLang exports ~100 series (histograms
+    with dozens of buckets each) and parsing them all was most of a poll's CPU."""
+    return "\n".join(line for line in text.splitlines() if line.startswith(_NAMES) or line.startswith(_TYPED))
+
+
 def parse_metrics(text: str) -> dict[str, Any]:
     """The ServerStats fields found in a Prometheus exposition text."""
     per_dp: dict[str, dict[str, float]] = defaultdict(dict)
-    for family in text_string_to_metric_families(text):
+    for family in text_string_to_metric_families(_wanted_lines(text)):
         field = _WANTED.get(family.name)
         if field is None:
             continue
@@ -96,14 +108,17 @@ async def run_metrics_poller(
     api_key: str | None = None,
     interval_s: float = 1.0,
     stop: asyncio.Event | None = None,
+    client: httpx.AsyncClient | None = None,
 ) -> None:
+    """``client``: the session's client of this server (carrying ``api_key``), else one of its own."""
     base_url = base_url.rstrip("/")
-    headers = {"authorization": f"Bearer {api_key}"} if api_key else {}
     stop = stop or asyncio.Event()
     metrics_on = True
     info_on = True
     next_info_s = 0.0
-    async with httpx.AsyncClient(headers=headers, timeout=httpx.Timeout(2.0, connect=1.0), trust_env=False) as client:
+    async with contextlib.AsyncExitStack() as stack:
+        if client is None:
+            client = await stack.enter_async_context(async_client(base_url, api_key=api_key))
         while not stop.is_set():
             if metrics_on:
                 metrics_on = await _poll_metrics(client, base_url, publish)
@@ -120,7 +135,7 @@ async def run_metrics_poller(
 async def _poll_metrics(client: httpx.AsyncClient, base_url: str, publish: Publish) -> bool:
     """Returns False when the endpoint does not exist (server without --enable-metrics)."""
     try:
-        resp = await client.get(base_url + "/metrics")
+        resp = await client.get(base_url + "/metrics", timeout=DEFAULT_TIMEOUT)
     except httpx.HTTPError:
         return True  # down for now; the loop says so, we keep trying
     if resp.status_code == 404:
@@ -139,7 +154,7 @@ async def _poll_metrics(client: httpx.AsyncClient, base_url: str, publish: Publi
 async def _poll_server_info(client: httpx.AsyncClient, base_url: str, publish: Publish) -> bool:
     for path in ("/server_info", "/get_server_info"):
         try:
-            resp = await client.get(base_url + path)
+            resp = await client.get(base_url + path, timeout=DEFAULT_TIMEOUT)
         except httpx.HTTPError:
             return True
         if resp.status_code == 404:

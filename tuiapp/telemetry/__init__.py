@@ -62,12 +62,13 @@ def open_nvml(**kwargs: object) -> tuple[Backend | None, str]:
 
 
 def open_backend(kind: str = "auto", *, sim_url: str | None = None, n_sim_gpus: int = 8,
-                 dcgm_urls: list[str] | None = None) -> tuple[Backend | None, str]:
+                 dcgm_urls: list[str] | None = None, sim_client=None) -> tuple[Backend | None, str]:
     """A GPU backend, or None, plus a one-line note for the user.
 
     kind: "nvml"; "sim" (needs ``sim_url``); "dcgm" (needs ``dcgm_urls``); "auto": NVML if
     it initialises, else None, together with the dcgm-exporter sources when ``dcgm_urls``
-    is given (a remote GPU that is also local is shown once, from NVML).
+    is given (a remote GPU that is also local is shown once, from NVML). ``sim_client``: the
+    session's sync httpx client of the simulator, shared instead of a client of its own.
     """
     if kind not in KINDS:
         raise ValueError(f"unknown telemetry kind {kind!r} (one of {', '.join(KINDS)})")
@@ -76,7 +77,8 @@ def open_backend(kind: str = "auto", *, sim_url: str | None = None, n_sim_gpus: 
             return None, "telemetry off: no simulator URL"
         from tuiapp.telemetry.sim_backend import SimBackend
 
-        return SimBackend(sim_url, n_sim_gpus), f"telemetry: {n_sim_gpus} simulated GPUs from {sim_url}"
+        return (SimBackend(sim_url, n_sim_gpus, client=sim_client),
+                f"telemetry: {n_sim_gpus} simulated GPUs from {sim_url}")
     dcgm = None
     if dcgm_urls:
         from tuiapp.telemetry.dcgm_backend import DcgmBackend
@@ -96,7 +98,7 @@ def open_backend(kind: str = "auto", *, sim_url: str | None = None, n_sim_gpus: 
 
 async def run_telemetry(publish, kind: str = "auto", *, sim_url: str | None = None,
                         dcgm_urls: list[str] | None = None, interval_s: float = 1.0,
-                        stop=None) -> None:
+                        stop=None, sim_client=None) -> None:
     """A session source: open the backend ``kind`` names (off the event loop: NVML start-up
     blocks), say in one Note what telemetry there is, then sample until stopped."""
     import asyncio
@@ -106,7 +108,8 @@ async def run_telemetry(publish, kind: str = "auto", *, sim_url: str | None = No
     if kind == "off":
         return
     try:
-        backend, note = await asyncio.to_thread(open_backend, kind, sim_url=sim_url, dcgm_urls=dcgm_urls)
+        backend, note = await asyncio.to_thread(open_backend, kind, sim_url=sim_url, dcgm_urls=dcgm_urls,
+                                                sim_client=sim_client)
     except Exception as exc:  # noqa: BLE001 - no driver or a bad source: say so, run the rest
         backend, note = None, f"telemetry off: {exc}"
     if note:

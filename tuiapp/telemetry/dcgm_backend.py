@@ -16,6 +16,7 @@ from urllib.parse import urlsplit
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from tuiapp.common.http_clients import sync_client
 from tuiapp.events import Alert, GpuSample, Note, _Event
 from tuiapp.telemetry.backend import Backend, call_in_threads
 
@@ -123,7 +124,9 @@ class DcgmBackend(Backend):
                  client: httpx.Client | None = None) -> None:
         self.urls = [metrics_url(u) for u in urls]
         self.timeout_s = timeout_s
-        self._client = client or httpx.Client(timeout=timeout_s)
+        # one client for every exporter; an SSL context only if one of them is https
+        tls = next((u for u in self.urls if u.lower().startswith("https:")), self.urls[0] if self.urls else "")
+        self._client = client or sync_client(tls, timeout=timeout_s)
         self._known: dict[str, list[GpuSample]] = {}  # last GPUs seen per URL
         self._up: dict[str, bool] = {}
         self._last_xid: dict[tuple[str | None, int], int] = {}

@@ -8,32 +8,32 @@ import threading
 import psutil
 
 from tuiapp.events import HostSample
+from tuiapp.server.proctree import Descendants
 from tuiapp.telemetry.sampler import Publish, _Loop, _wait_stop
 
 
-def tree_rss_bytes(pid: int) -> int | None:
-    """RSS of a process and all its descendants (SGLang: one scheduler process per rank)."""
+def tree_rss_bytes(pid: int, descendants: Descendants | None = None) -> int | None:
+    """RSS of a process and all its descendants (SGLang: one scheduler process per rank).
+    ``descendants``: the tree kept from call to call (so an unchanged tree is not walked)."""
     try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
+        total = psutil.Process(pid).memory_info().rss
     except (psutil.NoSuchProcess, psutil.AccessDenied):
         return None
-    total = 0
-    for p in procs:
+    for child in (descendants or Descendants(pid)).pids():
         try:
-            total += p.memory_info().rss
+            total += psutil.Process(child).memory_info().rss
         except (psutil.NoSuchProcess, psutil.AccessDenied):
             continue  # a child that exited between listing and reading
     return total
 
 
-def host_sample(server_pid: int | None) -> HostSample:
+def host_sample(server_pid: int | None, descendants: Descendants | None = None) -> HostSample:
     vm = psutil.virtual_memory()
     return HostSample(
         cpu_pct=psutil.cpu_percent(interval=None),
         mem_used_bytes=int(vm.total - vm.available),
         mem_total_bytes=int(vm.total),
-        server_rss_bytes=tree_rss_bytes(server_pid) if server_pid else None,
+        server_rss_bytes=tree_rss_bytes(server_pid, descendants) if server_pid else None,
     )
 
 
@@ -43,6 +43,7 @@ async def run_host_sampler(publish: Publish, *, server_pid: int | None = None,
     big process tree can take milliseconds) until ``stop`` is set or the task is cancelled."""
     halt = threading.Event()
     primed = []
+    tree = Descendants(server_pid) if server_pid else None
 
     def tick() -> None:
         if not primed:  # cpu_percent's first call measures nothing: prime, publish next tick
@@ -50,7 +51,7 @@ async def run_host_sampler(publish: Publish, *, server_pid: int | None = None,
             primed.append(True)
             return
         try:
-            publish(host_sample(server_pid))
+            publish(host_sample(server_pid, tree))
         except Exception:
             pass  # psutil hiccups (a vanished /proc entry) skip one tick
 

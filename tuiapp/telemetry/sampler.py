@@ -94,7 +94,8 @@ class SamplerThreads:
         try:
             events = self.backend.sample()
         except Exception as exc:
-            self._note_error(exc)
+            if not self.halt.is_set():  # a call cut short by the session closing is no error
+                self._note_error(exc)
             return
         if self.halt.is_set():
             return

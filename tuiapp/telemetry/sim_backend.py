@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from tuiapp.common.http_clients import sync_client
 from tuiapp.events import GpuSample, Note, _Event
 from tuiapp.telemetry.backend import Backend
 
@@ -25,7 +26,10 @@ class SimBackend(Backend):
                  client: httpx.Client | None = None) -> None:
         self.url = sim_url.rstrip("/") + "/sim/gpus"
         self.n_gpus = n_gpus
-        self._client = client or httpx.Client(timeout=timeout_s)
+        # ``client``: the session's client of this server, shared (so not ours to close)
+        self._owns_client = client is None
+        self._timeout_s = timeout_s
+        self._client = client or sync_client(sim_url, timeout=timeout_s)
         self._static: dict[int, dict[str, Any]] = {}
         self._prev: dict[int, tuple[float, int, int]] = {}
         self._reachable: bool | None = None
@@ -37,7 +41,7 @@ class SimBackend(Backend):
 
     def fetch(self) -> dict[str, Any] | None:
         try:
-            resp = self._client.get(self.url)
+            resp = self._client.get(self.url, timeout=self._timeout_s)
             resp.raise_for_status()
             data = resp.json()
             if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
@@ -100,4 +104,5 @@ class SimBackend(Backend):
         )
 
     def close(self) -> None:
-        self._client.close()
+        if self._owns_client:
+            self._client.close()

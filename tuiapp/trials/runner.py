@@ -208,6 +208,7 @@ class PlanRunner:
     async def _launch_and_bench(self, cfg, argv, url, api_key, observe, state, collector) -> str:
         """Returns the outcome: ok | died | not_ready | launch_error:<msg> | run_timeout | stopped."""
         from tuiapp.bench.loop import BenchLoop
+        from tuiapp.common.http_clients import ServerClient
         from tuiapp.logwatch.watcher import LogWatcher
         from tuiapp.server.launcher import LaunchError, ServerProcess
         from tuiapp.server.metrics_poll import run_metrics_poller
@@ -230,10 +231,12 @@ class PlanRunner:
         if log_path is None and self.options.log_dir is not None:
             self.options.log_dir.mkdir(parents=True, exist_ok=True)
             log_path = self.options.log_dir / f"{cfg.name.replace('/', '__')}.log"
+        # One client of this server for the whole trial: health poll, info, metrics, GPUs, flush.
+        http = ServerClient(url, api_key)
         server = ServerProcess(
             argv, publish=observe, env=cfg.env, log_path=log_path,
             on_output=watcher.feed, ready_timeout_s=cfg.timeouts.ready_s, health_url=url,
-            api_key=api_key,
+            api_key=api_key, client=http.aio,
         )
         self.server = server
         helpers = [asyncio.create_task(_poll(watcher))]
@@ -244,7 +247,7 @@ class PlanRunner:
                 await server.start()
             except LaunchError as exc:
                 return f"launch_error:{exc}"
-            helpers.append(asyncio.create_task(self._gpu_sampler(observe, url)))
+            helpers.append(asyncio.create_task(self._gpu_sampler(observe, url, http)))
             if self.options.telemetry != "off":
                 from tuiapp.telemetry import run_host_sampler
 
@@ -252,9 +255,10 @@ class PlanRunner:
             if not await server.wait_ready():
                 # an exited server's output is all in by now (the launcher drains it first)
                 return "stopped" if self._user_stopped else "not_ready"
-            await _publish_server_info(observe, url, api_key)
+            await _publish_server_info(observe, url, api_key, http.aio)
             # The server's own figures (/metrics when enabled, else /server_info) beside ours.
-            helpers.append(asyncio.create_task(run_metrics_poller(observe, url, api_key=api_key)))
+            helpers.append(asyncio.create_task(run_metrics_poller(observe, url, api_key=api_key,
+                                                                  client=http.aio)))
             state("warming_up")
             bench = BenchLoop(observe, url, cfg.bench, api_key=api_key, trial=cfg.name)
             self.bench = bench
@@ -285,7 +289,7 @@ class PlanRunner:
             died.cancel()
             collector.runs = list(bench.results)  # restart() dropped earlier runs: so do we
             if outcome == "ok":
-                await _flush_cache(url, api_key)
+                await _flush_cache(url, http.aio)
             return outcome
         finally:
             self.startup_s = server.startup_s
@@ -297,18 +301,19 @@ class PlanRunner:
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
+            await http.aclose()
 
     def _gpu_interval_s(self) -> float:
         # the simulator compresses start-up: sample faster so short-lived servers are seen
         return self.options.gpu_interval_s / (4.0 if self.options.sim_speed else 1.0)
 
-    async def _gpu_sampler(self, observe, url: str) -> None:
+    async def _gpu_sampler(self, observe, url: str, http) -> None:
         from tuiapp.telemetry import run_telemetry
 
         kind = self.options.telemetry
         if kind == "auto" and (self.options.sim_speed is not None or is_sim_command(self.server)):
             kind = "sim"
-        await run_telemetry(observe, kind, sim_url=url, interval_s=self._gpu_interval_s())
+        await run_telemetry(observe, kind, sim_url=url, interval_s=self._gpu_interval_s(), sim_client=http.sync)
 
     def _fill(self, row: LedgerRow, collector: TrialCollector, outcome: str) -> None:
         row.startup_s = self.startup_s
@@ -363,12 +368,12 @@ def _going_down(event: _Event) -> str | None:
     return None
 
 
-async def _publish_server_info(publish, url: str, api_key: str | None) -> None:
+async def _publish_server_info(publish, url: str, api_key: str | None, client=None) -> None:
     """Model, version and speculative config for the header; an old server may lack them."""
     from tuiapp.server.info import ServerUnreachable, fetch_server_info
 
     try:
-        publish(await fetch_server_info(url, api_key=api_key))
+        publish(await fetch_server_info(url, api_key=api_key, client=client))
     except (ServerUnreachable, ValueError) as exc:
         publish(Note(level="warning", text=f"server info unavailable: {exc}", source="trials"))
 
@@ -384,12 +389,11 @@ async def _poll(watcher) -> None:
         watcher.poll()
 
 
-async def _flush_cache(url: str, api_key: str | None) -> None:
+async def _flush_cache(url: str, client) -> None:
+    """``client``: the trial's client of the server (it carries the API key)."""
     import httpx
 
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
     try:
-        async with httpx.AsyncClient(timeout=10.0) as client:
-            await client.post(f"{url}/flush_cache", headers=headers)
+        await client.post(f"{url}/flush_cache", timeout=10.0)
     except httpx.HTTPError:
         pass  # an old or attached server without /flush_cache still gives a result

@@ -140,9 +140,11 @@ class DashboardStore:
             if self.now_t_s is None or int(t_s) != int(self.now_t_s):
                 self.versions["header"] += 1  # the uptime shown moved a second
             self.now_t_s = t_s
-        handler = getattr(self, f"_on_{type(event).__name__}", None)
-        if handler is not None:
-            handler(event)
+        kind = type(event)
+        handler = _HANDLERS.get(kind)
+        if handler is None:  # once per event type, not a name lookup per event
+            handler = _HANDLERS[kind] = getattr(DashboardStore, f"_on_{kind.__name__}", _ignore)
+        handler(self, event)
 
     def _on_ReplaySeek(self, ev: ReplaySeek) -> None:
         # The replay jumped: forget everything; the state at the new position follows.
@@ -267,3 +269,10 @@ class DashboardStore:
     def _on_Note(self, ev: Note) -> None:
         self.notes.append(ev)
         self._bump("notes")
+
+
+def _ignore(store: DashboardStore, event: _Event) -> None:
+    """Events the dashboard does not show."""
+
+
+_HANDLERS: dict[type, object] = {}

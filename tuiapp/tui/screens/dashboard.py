@@ -1,4 +1,5 @@
-"""The dashboard: consumes the bus into the store as events come, paints at most 4 times a second."""
+"""The dashboard: consumes the bus into the store as events come, paints at most 4 times a
+second (each panel no more often than its ``min_interval_s``), alerts the moment they come."""
 
 from __future__ import annotations
 
@@ -78,10 +79,13 @@ class DashboardScreen(Screen):
     @work(exclusive=True, group="bus")
     async def consume_events(self) -> None:
         apply = self.store.apply
+        versions = self.store.versions
         while (event := await self.events.get()) is not None:
             apply(event)
             for queued in self.events.drain():
                 apply(queued)
+            if versions["alerts"] != self._alerts.painted_version:
+                self._alerts.paint()  # a failure is shown as it arrives, not at the next tick
 
     def paint(self, force: bool = False) -> None:
         """Repaint the panels whose data changed since the last paint."""

@@ -40,15 +40,22 @@ def mem_tone(fraction: float | None) -> str:
 
 class GpuTable(Panel):
     panel_key = "gpus"
+    # The costliest panel to draw; its samples come every 0.25-1 s and every one moves the
+    # histories, so comparing texts first would only draw it twice.
+    min_interval_s = 0.75
+    compare_text = False
 
     _rows = 0
+    _subtitle = ""
 
     def get_content_height(self, container, viewport, width: int) -> int:
         return max(1, len(self.store.gpus))
 
     def paint(self, force: bool = False) -> None:
         super().paint(force)
-        self.border_subtitle = host_text(self.store.host)
+        subtitle = host_text(self.store.host)
+        if subtitle != self._subtitle:  # setting it refreshes the whole table, changed or not
+            self._subtitle = self.border_subtitle = subtitle
         if len(self.store.gpus) != self._rows:  # a new GPU: the panel grows (a layout pass)
             self._rows = len(self.store.gpus)
             self.refresh(layout=True)

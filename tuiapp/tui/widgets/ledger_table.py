@@ -61,7 +61,10 @@ class LedgerTable(DataTable):
             else:
                 for key, value in cells.items():
                     if force or self._cells[name][key] != value:
-                        self.update_cell(name, key, styled[key], update_width=True)
+                        # Columns only grow: re-measuring one that may shrink changes the
+                        # table's size, and every size change is a layout of the whole screen.
+                        wider = len(value) > self.columns[key].content_width
+                        self.update_cell(name, key, styled[key], update_width=wider)
             self._cells[name] = cells
         current = self.store.current_trial
         if current in self._cells and not self.has_focus:

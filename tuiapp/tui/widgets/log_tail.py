@@ -33,6 +33,7 @@ def log_line_text(line: LogLine, rel_s: float, tones: dict[str, object], *, full
 
 class LogTail(Panel):
     panel_key = "log"
+    min_interval_s = 0.5  # failures reach the alert list at once; the tail may lag a tick
     errors_only: reactive[bool] = reactive(False)
 
     def watch_errors_only(self) -> None:

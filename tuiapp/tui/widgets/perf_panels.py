@@ -13,6 +13,7 @@ from tuiapp.tui.widgets.panel import Panel
 
 
 class _PerfPanel(Panel):
+    min_interval_s = 0.75  # the server's tok/s comes from three sources, ~3 a second
 
     def _line(self, *parts: tuple[str, str]) -> Text:
         text = Text(no_wrap=True, overflow="ellipsis")

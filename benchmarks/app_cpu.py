@@ -1,0 +1,422 @@
+"""The whole app's CPU on the real pipeline: real processes, a real pseudo-terminal.
+
+    .venv/bin/python benchmarks/app_cpu.py [--seconds 30] [--warmup 10] [--sizes 80x24,160x48,200x60]
+                                           [--demo-sizes 160x48] [--skip-demo] [--skip-attach]
+
+One run, in order:
+
+1. ``tuiapp attach URL --telemetry sim --concurrency 1`` against the simulator started here
+   as its own process (8 simulated GPUs, --enable-metrics), as a TUI on a pty at each size
+   and headless: ``--warmup`` seconds to reach steady state, then ``--seconds`` measured.
+2. ``tuiapp demo`` (the whole campaign, every trial's simulator launched by tuiapp itself)
+   as a TUI on a pty at each ``--demo-sizes`` and headless, from start to the last trial in
+   the ledger.
+3. AIPerf's dashboard at concurrency 1 against the same simulator, where it is installed
+   (bench_peers.AIPERF_VENV); a line says when it is not.
+
+The pty is drained continuously, as a terminal does (output bytes/s are printed too). CPU
+is user + system from /proc/PID/stat: tuiapp's own process (its threads included, its
+children not), and separately the simulator (for attach: the process started here; for
+the demo: tuiapp's reaped children, i.e. every trial's simulator). Figures are CPU seconds
+per wall second in % of one core. The machine may be shared: a process's CPU seconds per
+wall second barely move with other load (it is the work done, not the time it took), but
+a very busy box delays timers and so shifts work between windows; compare ratios from one
+run rather than figures from different runs.
+
+Before (commit 12dbc5e, this 2-core box shared with other helpers, load average ~4.6;
+``--seconds 30 --warmup 10``), % of one core:
+
+    attach c=1 TUI 80x24     tuiapp 4.50   simulator 1.80
+    attach c=1 TUI 160x48    tuiapp 5.23   simulator 1.90
+    attach c=1 TUI 200x60    tuiapp 5.17   simulator 1.73
+    attach c=1 headless      tuiapp 1.80   simulator 1.70
+    demo headless (97 s)     tuiapp 3.90   simulators 2.08
+    demo TUI 160x48 (98 s)   tuiapp 10.06  simulators 2.42
+
+Before/after in one run (``--baseline-tree`` = a ``git archive 12dbc5e``, ``--sizes
+160x48``; two runs, the second with uvloop), % of one core, before -> after:
+
+    attach c=1 TUI 160x48    5.83 -> 3.60     5.97 -> 3.73
+    attach c=1 headless      2.37 -> 1.83     2.57 -> 1.60
+    demo headless            4.58 -> 2.83     4.37 -> 3.03
+    demo TUI 160x48         11.22 -> 8.68    12.99 -> 9.02
+"""
+
+from __future__ import annotations
+
+import argparse
+import fcntl
+import json
+import os
+import pty
+import shutil
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import termios
+import threading
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tuiapp.sim.process import SimProcess  # noqa: E402
+
+CLK_TCK = os.sysconf("SC_CLK_TCK")
+TUIAPP = [sys.executable, "-m", "tuiapp"]
+TREE: Path | None = None  # --baseline-tree: the tuiapp source tree the next runs import
+SIM_ARGS = ["--model-path", "moonshotai/Kimi-K2.5", "--tp", "8", "--enable-metrics"]
+
+
+def proc_cpu_s(pid: int) -> tuple[float, float]:
+    """(own user+sys, reaped children's user+sys) of ``pid`` in seconds; a zombie still answers."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    utime, stime, cutime, cstime = (int(x) for x in fields[11:15])
+    return (utime + stime) / CLK_TCK, (cutime + cstime) / CLK_TCK
+
+
+class Drain:
+    """Reads a pty master as fast as the app writes, like a terminal emulator would."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.bytes = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        while True:
+            try:
+                data = os.read(self.fd, 65536)
+            except OSError:
+                return
+            if not data:
+                return
+            self.bytes += len(data)
+
+    def send(self, text: str) -> None:
+        try:
+            os.write(self.fd, text.encode())
+        except OSError:
+            pass
+
+
+class App:
+    """A tuiapp process: on a pty of ``size`` (cols, rows), or headless with output to a file."""
+
+    def __init__(self, argv: list[str], size: tuple[int, int] | None, cwd: Path) -> None:
+        self.size = size
+        env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", "PYTHONUNBUFFERED": "1"}
+        if TREE is not None:  # the baseline's code, for tuiapp and every process it starts
+            env["PYTHONPATH"] = str(TREE)
+        env.pop("TEXTUAL", None)
+        self.drain: Drain | None = None
+        self.popen: subprocess.Popen | None = None
+        if size is None:
+            self._out = open(cwd / "headless.out", "wb")
+            self.popen = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                          env=env, cwd=cwd)
+            self.pid = self.popen.pid
+            return
+        cols, rows = size
+        pid, fd = pty.fork()
+        if pid == 0:  # child: size the terminal before the app asks for it
+            try:
+                fcntl.ioctl(1, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+                os.chdir(cwd)
+                os.execvpe(argv[0], argv, env)
+            finally:
+                os._exit(127)
+        self.pid = pid
+        self.drain = Drain(fd)
+
+    def cpu_s(self) -> tuple[float, float]:
+        return proc_cpu_s(self.pid)
+
+    def alive(self) -> bool:
+        try:
+            info = os.waitid(os.P_PID, self.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT)
+        except ChildProcessError:
+            return False
+        return info is None
+
+    def stop(self, timeout_s: float = 20.0) -> tuple[float, float]:
+        """Quit as a user would (q; SIGTERM for headless), then the CPU totals read from the
+        zombie before it is reaped; kills it if it does not go."""
+        if self.drain is not None:
+            self.drain.send("q")
+        else:
+            os.kill(self.pid, signal.SIGINT)
+        deadline = time.monotonic() + timeout_s
+        while self.alive() and time.monotonic() < deadline:
+            time.sleep(0.1)
+            if self.drain is not None and time.monotonic() > deadline - timeout_s / 2:
+                os.kill(self.pid, signal.SIGTERM)
+        if self.alive():
+            os.kill(self.pid, signal.SIGKILL)
+            while self.alive():
+                time.sleep(0.05)
+        totals = self.cpu_s()
+        os.waitpid(self.pid, 0)
+        if self.popen is not None:
+            self.popen.returncode = 0  # reaped above
+            self._out.close()
+        if self.drain is not None:
+            os.close(self.drain.fd)
+        return totals
+
+
+def pct(cpu_s: float, wall_s: float) -> float:
+    return 100.0 * cpu_s / wall_s if wall_s > 0 else 0.0
+
+
+def label(size: tuple[int, int] | None) -> str:
+    return f"TUI {size[0]}x{size[1]}" if size else "headless"
+
+
+PROFILE_DIR: Path | None = None  # --py-spy DIR: a collapsed-stack profile of each measured window
+
+
+def profile(pid: int, name: str, seconds: float) -> subprocess.Popen | None:
+    """py-spy on ``pid`` for the window (non-blocking: it never pauses the app it samples)."""
+    if PROFILE_DIR is None:
+        return None
+    exe = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
+    out = PROFILE_DIR / f"{name.replace(' ', '_')}.txt"
+    return subprocess.Popen([exe, "record", "--pid", str(pid), "--duration", str(int(seconds)), "--nonblocking",
+                             "--rate", "100", "--format", "raw", "--output", str(out), "--threads"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+
+def measure_attach(sim: SimProcess, size: tuple[int, int] | None, warmup_s: float, seconds: float,
+                   concurrency: int) -> dict:
+    work = Path(tempfile.mkdtemp(prefix="app_cpu_attach_"))
+    argv = [*TUIAPP, "attach", sim.url, "--telemetry", "sim", "--concurrency", str(concurrency)]
+    if size is None:
+        argv.append("--headless")
+    app = App(argv, size, work)
+    try:
+        time.sleep(warmup_s)
+        if not app.alive():
+            raise RuntimeError(f"tuiapp attach ({label(size)}) exited early")
+        a0, s0, b0, w0 = app.cpu_s()[0], sum(proc_cpu_s(sim.proc.pid)), _bytes(app), time.monotonic()
+        spy = profile(app.pid, f"attach {label(size)}", seconds)
+        time.sleep(seconds)
+        if spy is not None:
+            spy.wait(30)
+        a1, s1, b1, w1 = app.cpu_s()[0], sum(proc_cpu_s(sim.proc.pid)), _bytes(app), time.monotonic()
+    finally:
+        app.stop()
+        shutil.rmtree(work, ignore_errors=True)
+    wall = w1 - w0
+    return {"what": f"{_tag()}attach c={concurrency} {label(size)}", "tuiapp_pct": pct(a1 - a0, wall),
+            "sim_pct": pct(s1 - s0, wall), "out_kib_s": (b1 - b0) / wall / 1024, "wall_s": wall}
+
+
+def _tag() -> str:
+    return "before " if TREE is not None else ("after  " if BASELINE is not None else "")
+
+
+BASELINE: Path | None = None
+SHOW = print  # main() points it at its row printer
+
+
+def both(measure, *args) -> None:
+    """Run one measurement with the baseline tree (when given), then with this one."""
+    global TREE
+    if BASELINE is not None:
+        TREE = BASELINE
+        try:
+            SHOW(measure(*args))
+        finally:
+            TREE = None
+    SHOW(measure(*args))
+
+
+def _bytes(app: App) -> int:
+    return app.drain.bytes if app.drain is not None else 0
+
+
+def _ledger_trials(path: Path) -> int:
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return 0
+    trials = data.get("trials") if isinstance(data, dict) else data
+    return len(trials) if isinstance(trials, list) else 0
+
+
+def measure_demo(size: tuple[int, int] | None, n_trials: int | None, limit_s: float) -> dict:
+    """The whole campaign: from start until the ledger holds every trial (headless: until it exits)."""
+    work = Path(tempfile.mkdtemp(prefix="app_cpu_demo_"))
+    ledger = work / "ledger.json"
+    argv = [*TUIAPP, "demo", "--ledger", str(ledger)]
+    if size is None:
+        argv.append("--headless")
+    w0 = time.monotonic()
+    app = App(argv, size, work)
+    spy = profile(app.pid, f"demo {label(size)}", 90)
+    try:
+        deadline = w0 + limit_s
+        while time.monotonic() < deadline and app.alive():
+            if n_trials is not None and _ledger_trials(ledger) >= n_trials:
+                break
+            time.sleep(0.2)
+        if size is not None:
+            # campaign over: the last trial's server is being stopped; its CPU counts once reaped
+            t_end = time.monotonic() + 10
+            while time.monotonic() < t_end and _children(app.pid):
+                time.sleep(0.1)
+        wall = time.monotonic() - w0
+        own, children = app.cpu_s()
+        out = _bytes(app)
+    finally:
+        totals = app.stop()
+        if spy is not None:
+            spy.wait(30)
+        trials = _ledger_trials(ledger)
+        shutil.rmtree(work, ignore_errors=True)
+    if size is None:  # headless ends by itself: the totals at exit are the campaign's
+        own, children = totals
+    return {"what": f"{_tag()}demo {label(size)}", "tuiapp_pct": pct(own, wall), "sim_pct": pct(children, wall),
+            "out_kib_s": out / wall / 1024, "wall_s": wall, "trials": trials}
+
+
+def _children(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+    except OSError:
+        return []
+
+
+def measure_aiperf(sim: SimProcess, size: tuple[int, int], warmup_s: float, seconds: float) -> dict | str:
+    from bench_peers import AIPERF_VENV, ensure_tokenizer
+
+    exe = AIPERF_VENV / "bin" / "aiperf"
+    if not exe.exists():
+        return f"aiperf: not installed here ({exe} missing): skipped"
+    tok = ensure_tokenizer()
+    if tok is None:
+        return "aiperf: no tokenizer for it: skipped"
+    work = Path(tempfile.mkdtemp(prefix="app_cpu_aiperf_"))
+    argv = [str(exe), "profile", "-m", "default", "--url", sim.url, "--endpoint-type", "chat", "--streaming",
+            "--concurrency", "1", "--benchmark-duration", str(int(warmup_s + seconds + 30)),
+            "--tokenizer", str(tok), "--ui-type", "dashboard", "--output-artifact-dir", str(work)]
+    app = App(argv, size, work)
+    try:
+        time.sleep(warmup_s)
+        a0, w0 = app.cpu_s(), time.monotonic()
+        time.sleep(seconds)
+        a1, w1 = app.cpu_s(), time.monotonic()
+    finally:
+        os.killpg(app.pid, signal.SIGKILL) if app.alive() else None
+        app.stop(timeout_s=2)
+        shutil.rmtree(work, ignore_errors=True)
+    # aiperf runs workers as child processes: count them too once they are reaped
+    return {"what": f"aiperf dashboard c=1 {label(size)}", "tuiapp_pct": pct(sum(a1) - sum(a0), w1 - w0),
+            "sim_pct": float("nan"), "out_kib_s": 0.0, "wall_s": w1 - w0}
+
+
+def parse_sizes(text: str) -> list[tuple[int, int]]:
+    out = []
+    for part in filter(None, (p.strip() for p in text.split(","))):
+        cols, rows = part.lower().split("x")
+        out.append((int(cols), int(rows)))
+    return out
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--seconds", type=float, default=30.0, help="measured window of each attach run")
+    ap.add_argument("--warmup", type=float, default=10.0, help="seconds before the window (start-up, warm-up)")
+    ap.add_argument("--sizes", default="80x24,160x48,200x60", help="attach TUI sizes")
+    ap.add_argument("--demo-sizes", default="160x48", help="demo TUI sizes (each a whole campaign, ~100 s)")
+    ap.add_argument("--concurrency", type=int, default=1)
+    ap.add_argument("--skip-attach", action="store_true")
+    ap.add_argument("--skip-demo", action="store_true")
+    ap.add_argument("--skip-headless", action="store_true", help="TUI runs only (profiling)")
+    ap.add_argument("--demo-limit", type=float, default=400.0, help="give up on a campaign after this long")
+    ap.add_argument("--json", metavar="FILE", help="also write the rows as JSON")
+    ap.add_argument("--baseline-tree", metavar="DIR", help="a checkout of the code before a change "
+                    "(e.g. git archive OLD | tar -x -C DIR): every scenario runs with it, then with "
+                    "this tree, back to back, and the ratios after/before are printed")
+    ap.add_argument("--py-spy", metavar="DIR", help="profile each measured window with py-spy into DIR "
+                    "(collapsed stacks; its sampling perturbs the figures a little)")
+    args = ap.parse_args()
+    global PROFILE_DIR, BASELINE, SHOW
+    if args.baseline_tree:
+        BASELINE = Path(args.baseline_tree).resolve()
+    if args.py_spy:
+        PROFILE_DIR = Path(args.py_spy)
+        PROFILE_DIR.mkdir(parents=True, exist_ok=True)
+
+    rows: list[dict] = []
+    notes: list[str] = []
+    print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start (shared box: "
+          "CPU s per wall s of one process is robust to other load; compare rows of this run)")
+
+    def show(row: dict) -> None:
+        rows.append(row)
+        extra = f", {row['trials']} trials" if "trials" in row else ""
+        print(f"  {row['what']:<32} tuiapp {row['tuiapp_pct']:6.2f}% of a core | simulator {row['sim_pct']:6.2f}%"
+              f" | pty out {row['out_kib_s']:7.1f} KiB/s | {row['wall_s']:.0f} s{extra}", flush=True)
+
+    SHOW = show
+    if not args.skip_attach:
+        sim = SimProcess(SIM_ARGS, speed=20)
+        try:
+            sim.wait_ready(60)
+            print(f"attach: simulator {sim.url} (pid {sim.proc.pid}), 8 GPUs; "
+                  f"{args.warmup:g} s warm-up, {args.seconds:g} s measured")
+            for size in [*parse_sizes(args.sizes), *([] if args.skip_headless else [None])]:
+                both(measure_attach, sim, size, args.warmup, args.seconds, args.concurrency)
+            result = measure_aiperf(sim, (160, 48), args.warmup, args.seconds)
+            if isinstance(result, str):
+                notes.append(result)
+                print("  " + result)
+            else:
+                show(result)
+        finally:
+            sim.stop()
+
+    if not args.skip_demo:
+        print("demo: the whole campaign, from start to the last trial in the ledger")
+        n_trials = None
+        if not args.skip_headless:
+            both(measure_demo, None, None, args.demo_limit)
+            n_trials = rows[-1]["trials"] or None
+        else:
+            from tuiapp.trials.plan import load_plan
+            from tuiapp.trials.plans import plan_path
+
+            n_trials = len(load_plan(plan_path("campaign")).all())
+        for size in parse_sizes(args.demo_sizes):
+            both(measure_demo, size, n_trials, args.demo_limit)
+
+    print("ratios (tuiapp's CPU / the simulator's, and / headless of the same command):")
+    for row in rows:
+        base = next((r for r in rows if r["what"].split(" TUI")[0].split(" headless")[0]
+                     == row["what"].split(" TUI")[0].split(" headless")[0] and r["what"].endswith("headless")), None)
+        vs_sim = row["tuiapp_pct"] / row["sim_pct"] if row["sim_pct"] and row["sim_pct"] == row["sim_pct"] else float("nan")
+        vs_head = row["tuiapp_pct"] / base["tuiapp_pct"] if base and base["tuiapp_pct"] else float("nan")
+        print(f"  {row['what']:<32} / simulator {vs_sim:5.2f}   / headless {vs_head:5.2f}")
+    if BASELINE is not None:
+        print("after / before (same scenario, back to back in this run):")
+        for row in rows:
+            if not row["what"].startswith("after  "):
+                continue
+            name = row["what"][len("after  "):]
+            old = next((r for r in rows if r["what"] == "before " + name), None)
+            if old and old["tuiapp_pct"]:
+                sim_ratio = (row["sim_pct"] / old["sim_pct"]) if old["sim_pct"] else float("nan")
+                print(f"  {name:<32} tuiapp {row['tuiapp_pct'] / old['tuiapp_pct']:5.2f}"
+                      f"   (simulator {sim_ratio:5.2f}: how much the box itself moved)")
+    if args.json:
+        Path(args.json).write_text(json.dumps({"rows": rows, "notes": notes}, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,81 @@
+"""The dashboard refreshes a panel only when what it shows changed, and bounds how often."""
+
+from __future__ import annotations
+
+import time
+
+from tuiapp.events import GpuSample, ServerInfo, ServerStats
+from tuiapp.session import Session
+from tuiapp.tui.app import DashboardApp
+from tuiapp.tui.widgets.gpu_table import GpuTable
+from tuiapp.tui.widgets.perf_panels import AcceptancePanel, ThroughputPanel
+
+
+def _count_refreshes(widget) -> list[int]:
+    calls = [0]
+    original = widget.refresh
+
+    def counting(*args, **kwargs):
+        calls[0] += 1
+        return original(*args, **kwargs)
+
+    widget.refresh = counting
+    return calls
+
+
+async def test_a_bump_that_changes_no_text_does_not_refresh():
+    session = Session(title="paint", sources=[])
+    app = DashboardApp(session)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        panel = app.dashboard.query_one(AcceptancePanel)
+        panel.paint(force=True)
+        calls = _count_refreshes(panel)
+        info = ServerInfo(url="http://127.0.0.1:30000", version="0.5.23")  # no speculation
+        app.store.apply(info)
+        panel._painted_s = 0.0
+        panel.paint()
+        assert calls[0] == 1  # "speculation off" replaces the empty figures
+        app.store.apply(info)  # the same server info again: the version moves, the text does not
+        panel._painted_s = 0.0
+        panel.paint()
+        assert calls[0] == 1
+        assert panel.painted_version == app.store.versions["acceptance"]
+
+
+async def test_a_changed_figure_refreshes_within_its_interval():
+    session = Session(title="paint", sources=[])
+    app = DashboardApp(session)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        panel = app.dashboard.query_one(ThroughputPanel)
+        panel.paint(force=True)
+        calls = _count_refreshes(panel)
+        app.store.apply(ServerStats(source="metrics", gen_throughput_tok_s=88.0))
+        panel.paint()
+        assert calls[0] == 0  # painted (forced) a moment ago: held back
+        panel._painted_s = time.monotonic() - panel.min_interval_s
+        panel.paint()
+        assert calls[0] == 1
+        assert panel.min_interval_s <= 1.0  # tok/s is never shown more than ~1 s late
+
+
+async def test_gpu_table_repaints_at_most_every_interval():
+    session = Session(title="paint", sources=[])
+    app = DashboardApp(session)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        table = app.dashboard.query_one(GpuTable)
+        table.paint(force=True)
+        calls = _count_refreshes(table)
+        for i in range(4):  # four sampler ticks in quick succession (the demo samples at 4 Hz)
+            app.store.apply(GpuSample(index=0, mem_used_bytes=i << 30, mem_total_bytes=96 << 30))
+            table.paint()
+        held = calls[0]
+        assert held <= 1  # the first sample grows the table (one layout); none repaints it
+        table._painted_s = time.monotonic() - table.min_interval_s
+        table.paint()
+        assert calls[0] == held + 1 and table.painted_version == app.store.versions["gpus"]
+        before = calls[0]
+        table.paint()  # nothing new, and the subtitle (host line) did not change
+        assert calls[0] == before

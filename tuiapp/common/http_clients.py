@@ -1,0 +1,124 @@
+"""HTTP clients for talking to one server: built once, shared, and cheap for plain http.
+
+An ``httpx`` client built with the defaults loads the CA bundle into a fresh SSL context:
+~20-46 ms of CPU per client, paid even for ``http://``. The monitor talks to a server
+from several places (health poll, server info, metrics poller, GPU telemetry, cache flush),
+once per trial, so it shares one :class:`ServerClient` per server for the life of that
+server's session: one ``AsyncClient`` on the event loop, which telemetry threads use
+through a bridge, built lazily; plain http goes through the benchmark's lean transport
+without any SSL context, https through httpx's with one context built once per process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import functools
+import ssl
+
+import httpx
+
+# The polls' default; a caller may pass its own per request (httpx allows timeout= on get).
+DEFAULT_TIMEOUT = httpx.Timeout(2.0, connect=1.0)
+
+
+@functools.cache
+def tls_context() -> ssl.SSLContext:
+    """The verifying SSL context, built on first https use and shared by every client."""
+    return httpx.create_ssl_context()
+
+
+def verify_for(url: str) -> ssl.SSLContext | bool:
+    """What to pass as ``verify=``: the shared context for https; False for http (no
+    redirects are followed, so an http client never meets TLS and needs no context)."""
+    return tls_context() if url.lower().startswith("https:") else False
+
+
+def auth_headers(api_key: str | None) -> dict[str, str]:
+    return {"authorization": f"Bearer {api_key}"} if api_key else {}
+
+
+def async_client(url: str, *, api_key: str | None = None,
+                 timeout: httpx.Timeout | float = DEFAULT_TIMEOUT) -> httpx.AsyncClient:
+    """For polls on the event loop: the benchmark's lean plain-http transport (httpx's own
+    stack costs ~1 ms of CPU per request; the lean one a tenth), httpx's for https. Read
+    timeouts bound the wait for the response head (a wedged /server_info never answers)."""
+    from tuiapp.common.lean_transport import LeanTransport
+
+    connect_s = timeout.connect if isinstance(timeout, httpx.Timeout) else timeout
+    # trust_env=False: an HTTP(S)_PROXY from the environment must not carry our polls.
+    return httpx.AsyncClient(headers=auth_headers(api_key), timeout=timeout, trust_env=False,
+                             transport=LeanTransport(connect_timeout_s=connect_s or 5.0, max_idle=4,
+                                                     stream_wake_s=0.0))
+
+
+def sync_client(url: str, *, api_key: str | None = None,
+                timeout: httpx.Timeout | float = DEFAULT_TIMEOUT, **kwargs) -> httpx.Client:
+    return httpx.Client(headers=auth_headers(api_key), timeout=timeout, trust_env=False,
+                        verify=verify_for(url), **kwargs)
+
+
+class LoopBridge:
+    """The session's async client, for a thread: ``get`` runs on the event loop and the
+    thread waits for it (telemetry backends call from their own threads)."""
+
+    def __init__(self, client: httpx.AsyncClient, loop: asyncio.AbstractEventLoop) -> None:
+        self._client = client
+        self._loop = loop
+
+    @property
+    def is_closed(self) -> bool:
+        return self._client.is_closed or self._loop.is_closed()
+
+    def get(self, url: str, *, timeout: float) -> httpx.Response:
+        try:
+            on_loop = asyncio.get_running_loop() is self._loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            raise RuntimeError("LoopBridge.get would block its own event loop: call it from a thread")
+        try:
+            future = asyncio.run_coroutine_threadsafe(self._client.get(url, timeout=timeout), self._loop)
+        except RuntimeError:  # the loop has closed: the session is over
+            raise httpx.TransportError("session closed") from None
+        try:
+            return future.result(timeout + 1.0)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise httpx.ReadTimeout(f"no answer from {url} in {timeout:g} s") from None
+        except (concurrent.futures.CancelledError, RuntimeError):
+            raise httpx.TransportError("session closed") from None
+
+    def close(self) -> None:
+        """The session owns the client: nothing to release here."""
+
+
+class ServerClient:
+    """The client of one server, for one session: ``aio`` on the event loop that first
+    asks for it, ``sync`` (the same client, bridged) for threads. ``aclose()`` at the end."""
+
+    def __init__(self, url: str, api_key: str | None = None) -> None:
+        self.url = url.rstrip("/")
+        self.api_key = api_key
+        self._aio: httpx.AsyncClient | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    @property
+    def aio(self) -> httpx.AsyncClient:
+        """Ask from the event loop that will use it."""
+        if self._aio is None:
+            self._loop = asyncio.get_running_loop()
+            self._aio = async_client(self.url, api_key=self.api_key)
+        return self._aio
+
+    @property
+    def sync(self) -> LoopBridge:
+        """Ask from the event loop (the threads that use it have none)."""
+        client = self.aio
+        assert self._loop is not None
+        return LoopBridge(client, self._loop)
+
+    async def aclose(self) -> None:
+        aio, self._aio = self._aio, None
+        if aio is not None:
+            await aio.aclose()
