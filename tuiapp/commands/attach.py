@@ -29,8 +29,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-interval", type=float, default=1.0, metavar="S")
     parser.add_argument(
         "--telemetry", choices=["auto", "nvml", "sim", "dcgm", "off"], default="auto",
-        help="GPU telemetry: auto = this machine's GPUs when the URL is local (plus --dcgm);"
-        " sim = the simulator's GPUs at URL",
+        help="GPU telemetry: auto = the simulator's GPUs when URL is tuiapp's simulator, else this"
+        " machine's GPUs when the URL is local (plus --dcgm); sim = the simulator's GPUs at URL",
     )
     parser.add_argument("--dcgm", action="append", metavar="URL", help="a dcgm-exporter to read remote GPUs from")
     parser.add_argument("--theme", help="UI theme")
@@ -133,6 +133,20 @@ def telemetry_kind(args: argparse.Namespace, url: str) -> str:
     return "dcgm" if args.dcgm else "off"  # a remote server: its nodes' exporters, if given
 
 
+def is_simulator(url: str, api_key: str | None = None, timeout_s: float = 2.0) -> bool:
+    """Whether the server is tuiapp's simulator: it alone answers ``/sim/gpus`` with GPUs
+    (a real SGLang answers 404), so ``--telemetry auto`` reads its modelled GPUs."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    try:
+        resp = httpx.get(url.rstrip("/") + "/sim/gpus", headers=headers, timeout=timeout_s)
+        data = resp.json() if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("gpus"), list) and bool(data["gpus"])
+
+
 def _telemetry_sources(kind: str, args: argparse.Namespace, url: str, done: Any) -> list[Any]:
     """GPU and host samplers; each ends when ``done`` is set."""
     if kind == "off":
@@ -176,6 +190,8 @@ def run(args: argparse.Namespace) -> int:
     except ServerUnreachable as exc:
         print(f"tuiapp attach: error: {exc}", file=sys.stderr)
         return 1
+    if args.telemetry == "auto" and is_simulator(url, args.api_key):
+        telemetry = "sim"  # its GPUs are modelled behind the same URL, wherever it runs
 
     session = Session(
         title=f"attach {url}",

@@ -36,6 +36,7 @@ HISTORY = 240  # points kept per series: enough for a 200-column sparkline
 GPU_HISTORY = 60
 LOG_LINES = 5000
 _ENDED = ("failed", "stopped")
+_LIVE_PHASES = ("preflight", "launching", "warming_up", "running", "stopping")
 
 
 @dataclass
@@ -77,6 +78,9 @@ class DashboardStore:
         self.summary: BenchSummary | None = None
         self.requests_failed = 0
         self.server_has_acceptance = False
+        # Whether the latest server speculates; kept across trials so the acceptance panel
+        # does not fold and unfold between one trial's end and the next one's ServerInfo.
+        self.speculating: bool | None = None
         # gpus
         self.gpus: dict[int, GpuSample] = {}
         self.host: HostSample | None = None
@@ -126,6 +130,43 @@ class DashboardStore:
         sd = statistics.stdev(values) if len(values) > 1 else None
         return statistics.fmean(values), sd, None, len(values)
 
+    @property
+    def finished(self) -> bool:
+        """Every trial of the plan has its ledger row (the campaign, or a one-trial launch, is over)."""
+        if not self.trials:
+            return False
+        total = max(row.total for row in self.trials.values())
+        rows = self.trials.values()
+        # a stopped or resumed trial ends "skipped", without a ledger row of this run
+        return (len(self.trials) >= max(total, 1) and any(row.result is not None for row in rows)
+                and all(row.phase not in _LIVE_PHASES and (row.result is not None or row.phase == "skipped")
+                        for row in rows))
+
+    def outcome(self, width: int | None = None) -> str | None:
+        """The finished campaign in one line: counts, and the fastest trial that worked with
+        its difference against its own base, as the ledger computed it. Given ``width``, the
+        longest wording that fits (the base's name goes first, then the tok/s)."""
+        if not self.finished:
+            return None
+        rows = [row.result for row in self.trials.values() if row.result is not None]
+        ok = [r for r in rows if r.status == "ok"]
+        failed = len(rows) - len(ok)
+        dead = sum(1 for r in rows if r.row.get("dead_end"))
+        parts = [f"{len(ok)} ok"] + ([f"{failed} failed"] if failed else [])
+        parts.append(f"{dead} dead end{'s' if dead != 1 else ''}")
+        head = f"{'campaign' if len(rows) > 1 else 'trial'} done: {', '.join(parts)}"
+        measured = [r for r in ok if r.row.get("mean_decode_tok_s") is not None]
+        if not measured:
+            return head
+        best = max(measured, key=lambda r: r.row["mean_decode_tok_s"])
+        tok_s = f" {best.row['mean_decode_tok_s']:.1f} tok/s"
+        delta, base = best.row.get("delta_pct"), best.row.get("baseline")
+        change = f" {delta:+.1f}%" if delta is not None and base else ""
+        vs = f" vs {base}" if change else " (the baseline: nothing beat it)" if len(rows) > 1 else ""
+        wordings = [f"{head}; best {best.name}{tok_s}{change}{vs}", f"{head}; best {best.name}{tok_s}{change}",
+                    f"{head}; best {best.name}{change}"]
+        return next((w for w in wordings if width is None or len(w) <= width), wordings[-1])
+
     def _trial_of_runs(self) -> str | None:
         return self.trial_runs[-1].trial if self.trial_runs else self.current_trial
 
@@ -162,6 +203,7 @@ class DashboardStore:
 
     def _on_ServerInfo(self, ev: ServerInfo) -> None:
         self.server_info = ev
+        self.speculating = bool(ev.speculative_algorithm) or self.server_has_acceptance
         self._bump("header", "acceptance")  # "speculation off" depends on it
 
     def _on_BenchState(self, ev: BenchState) -> None:
@@ -174,6 +216,7 @@ class DashboardStore:
             self._bump("throughput")
         if ev.accept_length is not None:
             self.server_has_acceptance = True
+            self.speculating = True
             self.accept_length.append(ev.accept_length)
             self._bump("acceptance")
         if ev.accept_rate is not None:
