@@ -271,3 +271,36 @@ def test_trial_details_read_as_a_table():
     assert re.search(r"^  • 0:01:36  error assertion, ranks 2,3: AssertionError", body, re.M)
     new = trial_text(store.trials["new-baseline"], store).plain
     assert "verdict  faster: +7.51 tok/s (+9.2%) vs old-baseline" in new
+
+
+async def test_palette_screenshot_goes_to_the_current_directory_or_screenshot_dir(tmp_path, monkeypatch):
+    """Textual's default, ~/Downloads, is missing on most servers (the save failed there)."""
+    monkeypatch.setenv("HOME", str(tmp_path / "home-without-downloads"))
+    cwd, chosen = tmp_path / "cwd", tmp_path / "shots"
+    cwd.mkdir()
+    chosen.mkdir()
+    monkeypatch.chdir(cwd)
+    for screenshot_dir, where in ((None, cwd), (chosen, chosen)):
+        app = DashboardApp(preview_session(EVENTS))
+        app.screenshot_dir = screenshot_dir
+        async with app.run_test(size=(80, 24)) as pilot:
+            await settle(pilot, len(read_events(EVENTS)))
+            app.action_screenshot()  # what the palette's "Save screenshot" runs
+            for _ in range(100):
+                if list(where.glob("*.svg")):
+                    break
+                await pilot.pause(0.02)
+        shots = list(where.glob("*.svg"))
+        assert len(shots) == 1 and shots[0].read_text().startswith("<svg")
+
+
+def test_screenshot_dir_must_exist(tmp_path, capsys):
+    import pytest
+
+    from tuiapp.cli import main
+
+    with pytest.raises(SystemExit) as exit_:  # argparse's own usage error, as for every option
+        main(["replay", "recordings/none.jsonl", "--screenshot-dir", str(tmp_path / "nope")])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err
+    assert "--screenshot-dir" in err and "no directory" in err and "Traceback" not in err

@@ -72,12 +72,12 @@ class Session:
                 await self.on_stop()
 
 
-def run(session: Session, *, headless: bool, theme: str | None = None) -> int:
+def run(session: Session, *, headless: bool, theme: str | None = None, screenshot_dir: Path | None = None) -> int:
     if headless:
         return asyncio.run(_run_headless(session))
     from tuiapp.tui.app import run_app  # the only place that pulls in Textual
 
-    return run_app(session, theme=theme)
+    return run_app(session, theme=theme, screenshot_dir=screenshot_dir)
 
 
 async def _run_headless(session: Session) -> int:

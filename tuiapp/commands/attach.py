@@ -5,6 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from tuiapp.commands import screenshots
+
 HELP = "attach to a running SGLang (or OpenAI-compatible) server and benchmark it continuously"
 
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
@@ -34,6 +36,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dcgm", action="append", metavar="URL", help="a dcgm-exporter to read remote GPUs from")
     parser.add_argument("--theme", help="UI theme")
+    screenshots.add_argument(parser)
     add_bench_arguments(parser)
 
 
@@ -231,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
     session.sources = [bench_source, metrics_source]
     session.sources += _telemetry_sources(telemetry, args, url, done)
 
-    code = run_session(session, headless=args.headless, theme=args.theme)
+    code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     if args.summary:
         try:
             Path(args.summary).write_text(json.dumps(loop.summary(), indent=2) + "\n")
