@@ -154,13 +154,15 @@ def short(value: float) -> str:
 
 
 def axis_chart(values: Sequence[float | None], width: int, height: int, name: str,
-               *, scale: float = 1.0, unit: str = "", floor: float | None = None) -> list[tuple[str, str]]:
+               *, scale: float = 1.0, unit: str = "", floor: float | None = None,
+               label_w: int = 0) -> list[tuple[str, str]]:
     """A block chart with a labelled y axis: ``(axis, bars)`` per row, top row first.
 
     The axis shows the top of the scale on the first row and its bottom on the last (in
     ``unit`` after multiplying by ``scale``, e.g. seconds shown as ms), and ``name`` on a
     middle row, so every chart says what it plots and on what scale. One row: the name,
-    the bars and the range after them.
+    the bars and the range after them. ``label_w``: the axis' least width, so charts
+    stacked in one panel line up.
     """
     tail = list(values)
     known = [v for v in tail if v is not None]
@@ -179,7 +181,7 @@ def axis_chart(values: Sequence[float | None], width: int, height: int, name: st
         labels[height // 2] = name
     else:
         labels[0] = f"{name} {top}"
-    label_w = max(len(x) for x in labels)
+    label_w = max(label_w, *(len(x) for x in labels))
     axis = [x.rjust(label_w) + ("┤" if k in (0, height - 1) else "│") for k, x in enumerate(labels)]
     rows = spark_rows(tail, max(0, width - label_w - 1), height, floor=low, ceiling=high)
     return list(zip(axis, rows, strict=True))

@@ -98,19 +98,28 @@ def trial_text(row: TrialRow, store: DashboardStore) -> Text:
         body.append(verdict + "\n\n")
         runs = r.get("runs_decode_tok_s") or []
         ci = r.get("ci95_decode_tok_s")
+        mean = r.get("mean_decode_tok_s")
+        decode = fmt.NA if mean is None else f"{mean:.2f} ± {_num(r.get('sd_decode_tok_s'))}" + (
+            f" (n={len(runs)})" if runs else "")
+
+        def gbs(value) -> str:
+            return fmt.NA if value is None else f"{value / 1e9:.2f} GB/s"
+
+        pcie = (f"mean {gbs(r.get('pcie_avg_bytes_s'))}, busiest GPU {gbs(r.get('pcie_peak_bytes_s'))}"
+                if r.get("pcie_avg_bytes_s") is not None else fmt.NA)
         facts = [
-            ["decode tok/s", f"{_num(r.get('mean_decode_tok_s'))} ± {_num(r.get('sd_decode_tok_s'))}"
-             + (f" (n={len(runs)})" if runs else "")],
+            ["decode tok/s", decode],
             ["95% CI", f"{ci[0]:.2f}–{ci[1]:.2f}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else fmt.NA],
             ["runs", ", ".join(f"{v:.1f}" for v in runs) or fmt.NA],
             ["output tok/s", _num(r.get("mean_output_tok_s"))],
             ["TTFT", fmt.ms(r.get("mean_ttft_s"))],
             ["accept length", _num(r.get("accept_length"))],
-            ["PCIe tx+rx per GPU", f"mean {fmt.rate(r.get('pcie_avg_bytes_s'))}B/s, busiest GPU "
-                                   f"{fmt.rate(r.get('pcie_peak_bytes_s'))}B/s"],
+            ["PCIe tx+rx per GPU", pcie],
             ["start-up", _num(r.get("startup_s"), 1, " s")],
             ["duration", _num(r.get("duration_s"), 1, " s")],
         ]
+        # a trial that never served has no figures: say so once instead of a column of n/a
+        facts = [f for f in facts if f[1] != fmt.NA or f[0] == "decode tok/s"]
         _table(body, ["figure", "value"], facts, indent="")
         if r.get("confound"):
             body.append(f"\n{r['confound']}\n", "bold")

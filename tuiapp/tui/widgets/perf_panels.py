@@ -20,10 +20,12 @@ class _PerfPanel(Panel):
             text.append(content, self.tone(tone))
         return text
 
+    axis_w: int = 4  # the widest series name in the panel, so stacked charts line up
+
     def _chart(self, name: str, values, rows: int, tone: str = "spark", **scale) -> list[Text]:
         """One series per chart, with its name and scale on a y axis in the series' colour."""
         out = []
-        for axis, bars in fmt.axis_chart(values, self.size.width, rows, name, **scale):
+        for axis, bars in fmt.axis_chart(values, self.size.width, rows, name, label_w=self.axis_w, **scale):
             out.append(self._line((axis, tone), (bars, tone)))
         return out
 
@@ -35,6 +37,7 @@ class ThroughputPanel(_PerfPanel):
     """Decode tok/s: the latest request, the runs (mean, sd, ci95) and the server's own figure."""
 
     panel_key = "throughput"
+    axis_w = 6
 
     def render(self) -> Text:
         s = self.store
@@ -82,6 +85,7 @@ class LatencyPanel(_PerfPanel):
     """Client-side time to first token and inter-token latency of the latest request."""
 
     panel_key = "latency"
+    axis_w = 5  # "120ms"
 
     def render(self) -> Text:
         s = self.store
