@@ -106,3 +106,40 @@ def test_pcie_history_scale_is_the_links_capacity_not_its_idle_generation():
     assert abs(link_bytes_s(idle_gen5) - 63.0e9) < 0.1e9
     assert link_bytes_s(GpuSample(t_s=0, index=0, pcie_gen=4, pcie_width=8)) == 1.969e9 * 8
     assert link_bytes_s(GpuSample(t_s=0, index=0)) is None
+
+
+def test_pcie_history_log_scale_keeps_nccl_and_custom_allreduce_apart():
+    """0.5 GB/s (NCCL's all-reduce) and 15 GB/s (the custom one) on a 63 GB/s link: a
+    linear scale draws both in the bottom cell; the log scale three levels apart."""
+    link = 63.0e9
+    linear = fmt.spark([0.5e9, 15e9], 2, floor=0, ceiling=link)
+    assert linear[0] == "▁" and linear[1] in "▁▂▃"
+    logged = fmt.spark(fmt.log_levels([0.5e9, 15e9, 0.0, None], 1e7, link), 4, floor=0, ceiling=1)
+    assert logged[3] == " " and logged[2] == "▁"  # no sample is a gap; an idle link sits at the floor
+    assert " ▁▂▃▄▅▆▇█".index(logged[1]) - " ▁▂▃▄▅▆▇█".index(logged[0]) >= 3
+
+
+def test_charts_say_their_scale_and_unit():
+    rows = fmt.axis_chart([0.050, 0.060, None, 0.070], 20, 3, "ttft", scale=1000, unit="ms", label_w=5)
+    assert [axis for axis, _ in rows] == [" 70ms┤", " ttft│", " 45ms┤"]  # floor: 0.9 x the lowest
+    assert all(len(axis) + len(bars) == 20 for axis, bars in rows)
+    (one,) = fmt.axis_chart([47.0, 55.0], 30, 1, "run")
+    assert one[0] == "run " and one[1].endswith(" 42–55")
+
+
+def test_outcome_of_a_finished_campaign_names_the_best_trial_against_its_base():
+    s = DashboardStore()
+    rows = [("base", "ok", {"is_baseline": True, "verdict": "baseline", "mean_decode_tok_s": 82.0}),
+            ("fast", "ok", {"baseline": "base", "verdict": "faster", "delta_pct": 9.2, "mean_decode_tok_s": 89.5}),
+            ("dies", "oom", {"baseline": "fast", "dead_end": True})]
+    for k, (name, status, row) in enumerate(rows):
+        s.apply(TrialState(t_s=k, name=name, index=k, total=3, phase="running"))
+        assert s.outcome() is None  # a trial is still running
+        s.apply(TrialState(t_s=k + 0.5, name=name, index=k, total=3, phase="done" if status == "ok" else "failed"))
+        before = dict(s.versions)
+        s.apply(TrialResult(t_s=k + 0.6, name=name, status=status, row=row))
+        assert s.versions["header"] > before["header"]  # the outcome shows without waiting for a tick
+    assert s.finished
+    assert s.outcome() == "campaign done: 2 ok, 1 failed, 1 dead end; best fast 89.5 tok/s +9.2% vs base"
+    assert s.outcome(70) == "campaign done: 2 ok, 1 failed, 1 dead end; best fast 89.5 tok/s +9.2%"
+    assert s.outcome(60) == "campaign done: 2 ok, 1 failed, 1 dead end; best fast +9.2%"

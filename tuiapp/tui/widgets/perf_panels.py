@@ -45,7 +45,20 @@ class ThroughputPanel(_PerfPanel):
         run = s.last_run
         mean, sd, ci95, n = s.run_stats()
         # The names in the series' colours are the charts' legend.
-        lines = [
+        best = s.best_result() if s.finished else None
+        if best is not None:  # the campaign is over: its result, not the last trial's n/a
+            row = best.row
+            lines = [
+                self._line(("best ", "label"), (best.name, "value"), ("  ", "label"),
+                           (fmt.num(row.get("mean_decode_tok_s")), "value"), (" ± ", "label"),
+                           (fmt.num(row.get("sd_decode_tok_s"), 2), "value"),
+                           (f"  n={len(row.get('runs_decode_tok_s') or [])}", "muted")),
+                self._line(("last run ", "spark"), (fmt.num(s.run_tok_s[-1] if s.run_tok_s else None), "value"),
+                           (f"  of {s.last_run_trial}" if s.last_run_trial else "", "muted")),
+            ]
+        else:
+            lines = []
+        lines = lines or [
             self._line(("run ", "spark"), (fmt.num(run.decode_tok_s if run else None), "value"),
                        ("  req ", "label"), (fmt.num(req.decode_tok_s if req else None), "value"),
                        ("  server ", "rx"), (fmt.num(s.server_tok_s[-1] if s.server_tok_s else None), "value")),
