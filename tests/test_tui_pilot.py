@@ -304,3 +304,29 @@ def test_screenshot_dir_must_exist(tmp_path, capsys):
     assert exit_.value.code == 2
     err = capsys.readouterr().err
     assert "--screenshot-dir" in err and "no directory" in err and "Traceback" not in err
+
+
+async def test_log_tail_hides_our_polling_requests_until_a_is_pressed():
+    """uvicorn's access lines for our own pollers (server info every 2 s, metrics, health)
+    are hidden; the benchmark's requests and the server's own lines stay."""
+    session = Session(title="pilot", sources=[])
+    app = DashboardApp(session)
+    lines = [
+        '[2026-12-01 20:17:50] INFO:     127.0.0.1:39906 - "GET /server_info HTTP/1.1" 200 OK',
+        '[2026-12-01 20:17:50] INFO:     127.0.0.1:39918 - "GET /metrics HTTP/1.1" 200 OK',
+        '[2026-12-01 20:17:48] INFO:     127.0.0.1:39882 - "GET /health HTTP/1.1" 503 Service Unavailable',
+        '[2026-12-01 20:17:51] INFO:     127.0.0.1:39920 - "POST /generate HTTP/1.1" 200 OK',
+        "[2026-12-01 20:17:51 TP0] Decode batch, #running-req: 1, #token: 43",
+    ]
+    async with app.run_test(size=(160, 48)) as pilot:
+        for k, text in enumerate(lines):
+            session.bus.publish(LogLine(t_s=1000.0 + k, line_no=k + 1, text=text))
+        await settle(pilot, len(lines))
+        tail = app.dashboard.query_one(LogTail)
+        shown = str(tail.render())
+        assert "POST /generate" in shown and "Decode batch" in shown
+        assert "/server_info" not in shown and "/metrics" not in shown and "/health" not in shown
+        assert "a: show polling" in tail.border_title
+        await pilot.press("a")
+        shown = str(tail.render())
+        assert all(part in shown for part in ("/server_info", "/metrics", "/health", "POST /generate"))
