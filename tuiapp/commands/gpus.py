@@ -45,7 +45,7 @@ def _fmt_rate(n: float | None) -> str:
     if n is None:
         return "n/a"
     for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
+        if abs(n) >= 0.9995 * scale:  # 999.98 kB/s is 1.0 MB/s
             return f"{n / scale:.1f} {unit}/s"
     return f"{n:.0f} B/s"
 

@@ -48,9 +48,9 @@ def rate(value_bytes_s: float | None) -> str:
     if value_bytes_s is None:
         return NA
     for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value_bytes_s >= scale:
+        if value_bytes_s >= 0.9995 * scale:  # 999.8k rounds up to 1.0M, never 1000k
             scaled = value_bytes_s / scale
-            return f"{scaled:.1f}{unit}" if scaled < 100 else f"{scaled:.0f}{unit}"
+            return f"{scaled:.1f}{unit}" if scaled < 99.95 else f"{scaled:.0f}{unit}"
     return f"{value_bytes_s:.0f}B"
 
 

@@ -303,7 +303,7 @@ class DashboardStore:
     def _on_TrialResult(self, ev: TrialResult) -> None:
         row = self.trials.setdefault(ev.name, TrialRow(ev.name))
         row.result = ev
-        self._bump("trials", "header", "throughput")  # the last row ends the campaign: its outcome shows
+        self._bump("trials", "header", "throughput", "gpus")  # the last row ends the campaign: its outcome shows
 
     def _on_LogLine(self, ev: LogLine) -> None:
         self.log.append(ev)

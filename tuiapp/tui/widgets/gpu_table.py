@@ -10,6 +10,7 @@ scale would draw both at the bottom.
 
 from __future__ import annotations
 
+from rich.style import Style
 from rich.text import Text
 
 from tuiapp.tui import fmt
@@ -64,7 +65,11 @@ class GpuTable(Panel):
             self.refresh(layout=True)
 
     def _title(self) -> None:
-        if 0 < self.size.height < len(self.store.gpus):
+        s = self.store
+        if s.finished and s.gpus:
+            last = max(g.t_s for g in s.gpus.values())
+            title = f"GPUs  last readings, at {fmt.clock(s.rel_s(last))}: telemetry ended with the campaign"
+        elif 0 < self.size.height < len(self.store.gpus):
             title = "GPUs  lowest–highest of each figure"
         else:
             title = (f"GPUs  mem GiB · util · power · temp · PCIe B/s now, "
@@ -85,6 +90,13 @@ class GpuTable(Panel):
         s = self.store
         if not s.gpus:
             return Text("no GPU samples (telemetry off or not started)", self.tone("muted"))
+        text = self._text()
+        if s.finished:  # nothing reads the GPUs any more: the last readings, greyed
+            text.stylize(self.tone("muted") + Style(bold=False))
+        return text
+
+    def _text(self) -> Text:
+        s = self.store
         if 0 < self.size.height < len(s.gpus):
             return self._summary()
         spare = max(0, self.size.width - _FIXED_CELLS)
