@@ -141,7 +141,8 @@ class GpuTable(Panel):
             second.append(f"PCIe {label} ", t("label"))
             if known:
                 top, where = max(known)
-                second.append(f"{fmt.rate(min(v for v, _ in known))}–{fmt.rate(top)}B/s", t(tone))
+                low = fmt.rate(min(v for v, _ in known))
+                second.append(f"{low}B/s" if low == fmt.rate(top) else f"{low}–{fmt.rate(top)}B/s", t(tone))
                 second.append(f" (max GPU {where})  ", t("muted"))
             else:
                 second.append(f"{fmt.NA}  ", t("muted"))
