@@ -144,3 +144,18 @@ def test_outcome_of_a_finished_campaign_names_the_best_trial_against_its_base():
     assert s.outcome() == "campaign done: 2 ok, 1 failed, 1 dead end; best fast 89.5 tok/s +9.2% vs base"
     assert s.outcome(70) == "campaign done: 2 ok, 1 failed, 1 dead end; best fast 89.5 tok/s +9.2%"
     assert s.outcome(60) == "campaign done: 2 ok, 1 failed, 1 dead end; best fast +9.2%"
+
+
+def test_an_attach_session_ends_with_its_benchmark_in_one_line():
+    from tuiapp.events import BenchState
+
+    s = DashboardStore()
+    for k, tok_s in enumerate([82.0, 82.2, 81.9]):
+        s.apply(RunDone(t_s=k, run_index=k, requests=1, duration_s=3.0, decode_tok_s=tok_s, output_tok_s=tok_s))
+    s.apply(BenchState(t_s=2.5, state="running"))
+    assert not s.finished and s.outcome() is None
+    s.apply(BenchSummary(t_s=3, runs=3, mean_decode_tok_s=82.03, sd_decode_tok_s=0.15,
+                         ci95_decode_tok_s=(81.66, 82.40)))
+    s.apply(BenchState(t_s=3.1, state="done"))
+    assert s.outcome() == "benchmark done: 3 runs, 82.0 ± 0.15 tok/s (95% CI 81.7–82.4)"
+    assert s.outcome(40) == "benchmark done: 3 runs, 82.0 ± 0.15 tok/s"

@@ -39,6 +39,10 @@ _ENDED = ("failed", "stopped")
 _LIVE_PHASES = ("preflight", "launching", "warming_up", "running", "stopping")
 
 
+def fmt_num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 @dataclass
 class TrialRow:
     """One ledger line: the latest phase and, once finished, the ledger row."""
@@ -134,8 +138,8 @@ class DashboardStore:
     @property
     def finished(self) -> bool:
         """Every trial of the plan has its ledger row (the campaign, or a one-trial launch, is over)."""
-        if not self.trials:
-            return False
+        if not self.trials:  # attach: no plan; done when the benchmark loop did its --runs
+            return self.bench_state is not None and self.bench_state.state == "done"
         total = max(row.total for row in self.trials.values())
         rows = self.trials.values()
         # a stopped or resumed trial ends "skipped", without a ledger row of this run
@@ -149,6 +153,12 @@ class DashboardStore:
         longest wording that fits (the base's name goes first, then the tok/s)."""
         if not self.finished:
             return None
+        if not self.trials:
+            mean, sd, ci95, n = self.run_stats()
+            text = f"benchmark done: {n} run{'s' if n != 1 else ''}"
+            if mean is not None:
+                text += f", {mean:.1f} ± {fmt_num(sd)} tok/s" + (f" (95% CI {ci95[0]:.1f}–{ci95[1]:.1f})" if ci95 else "")
+            return text if width is None or len(text) <= width else text.split(" (95% CI")[0]
         rows = [row.result for row in self.trials.values() if row.result is not None]
         ok = [r for r in rows if r.status == "ok"]
         failed = len(rows) - len(ok)
@@ -214,7 +224,7 @@ class DashboardStore:
 
     def _on_BenchState(self, ev: BenchState) -> None:
         self.bench_state = ev
-        self._bump("header")
+        self._bump("header", "gpus", "throughput")  # "done" may end an attach session
 
     def _on_ServerStats(self, ev: ServerStats) -> None:
         if ev.gen_throughput_tok_s is not None:

@@ -68,7 +68,7 @@ class GpuTable(Panel):
         s = self.store
         if s.finished and s.gpus:
             last = max(g.t_s for g in s.gpus.values())
-            title = f"GPUs  last readings, at {fmt.clock(s.rel_s(last))}: telemetry ended with the campaign"
+            title = f"GPUs  last readings, at {fmt.clock(s.rel_s(last))} (the session is over)"
         elif 0 < self.size.height < len(self.store.gpus):
             title = "GPUs  lowest–highest of each figure"
         else:
