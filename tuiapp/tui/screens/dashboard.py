@@ -93,6 +93,7 @@ class DashboardScreen(Screen):
             self.set_class(bool(self.store.trials), "-has-trials")
             self.set_class(self.store.speculating is False, "-spec-off")
             self.set_class(self.store.finished, "-finished")
+            self.set_class(self._cramped(), "-cramped")
             ledger = self._ledger
             # At 80x24 a row of the ledger is worth more than its column titles.
             show_header = not (self.has_class("-short") and self.has_class("-narrow"))
@@ -101,6 +102,16 @@ class DashboardScreen(Screen):
             ledger.paint(force)
             if self._timeline is not None:
                 self._timeline.paint(force)
+
+    def _cramped(self) -> bool:
+        """Short and narrow, with a ledger: do one row per GPU and every trial not fit?
+        (Then the GPUs take two lines; the ledger is the campaign's result.)"""
+        if not (self.has_class("-short") and self.has_class("-narrow") and self.store.trials):
+            return False
+        s = self.store
+        # header, notes, perf, the GPU rows and the alerts with their rules, the ledger, footer
+        wanted = 1 + 1 + 4 + (len(s.gpus) + 1) + min(4, len(s.alert_order) + 1) + (len(s.trials) + 1) + 1
+        return self.size.height < wanted
 
     def toggle_panel(self, panel_id: str) -> None:
         """Hide or show a panel; done with a screen class so the layout CSS stays in charge."""

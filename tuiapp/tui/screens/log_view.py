@@ -9,6 +9,7 @@ from textual.widgets import Footer, RichLog
 
 from tuiapp.tui.store import DashboardStore
 from tuiapp.tui.widgets.log_tail import is_polling, log_line_text
+from tuiapp.tui.widgets.panel import tone_style
 
 
 class LogScreen(Screen):
@@ -35,7 +36,7 @@ class LogScreen(Screen):
         self.set_interval(1.0, self.append_new)
 
     def _tones(self) -> dict[str, object]:
-        return {name: self.get_component_rich_style(f"log-screen--{name}", partial=True)
+        return {name: tone_style(self, f"log-screen--{name}")
                 for name in ("muted", "label", "error", "warn", "value")}
 
     def _write(self, lines) -> None:

@@ -10,7 +10,6 @@ scale would draw both at the bottom.
 
 from __future__ import annotations
 
-from rich.style import Style
 from rich.text import Text
 
 from tuiapp.tui import fmt
@@ -53,6 +52,13 @@ class GpuTable(Panel):
     def get_content_height(self, container, viewport, width: int) -> int:
         return max(1, len(self.store.gpus))
 
+    _stale = False
+    _STALE_TONES = {"ok": "free", "warn": "free", "error": "free", "rx": "free", "tx": "free",
+                    "value": "muted", "label": "muted"}
+
+    def tone(self, name: str):
+        return super().tone(self._STALE_TONES.get(name, name) if self._stale else name)
+
     def on_resize(self) -> None:
         self._title()
 
@@ -90,10 +96,9 @@ class GpuTable(Panel):
         s = self.store
         if not s.gpus:
             return Text("no GPU samples (telemetry off or not started)", self.tone("muted"))
-        text = self._text()
-        if s.finished:  # nothing reads the GPUs any more: the last readings, greyed
-            text.stylize(self.tone("muted") + Style(bold=False))
-        return text
+        # nothing reads the GPUs any more: the last readings, greyed (bars fainter than figures)
+        self._stale = s.finished
+        return self._text()
 
     def _text(self) -> Text:
         s = self.store

@@ -33,4 +33,16 @@ class Panel(Widget):
             self.refresh(layout=force)
 
     def tone(self, name: str) -> Style:
-        return self.get_component_rich_style(f"panel--{name}", partial=True)
+        return tone_style(self, f"panel--{name}")
+
+
+def tone_style(widget: Widget, component: str) -> Style:
+    """A component class as a Rich style for text in ``widget``. The partial style alone
+    drops a colour's alpha (``$foreground 50%`` came out as the full foreground, so muted,
+    label and free text all looked alike); its colour is taken from the full style, blended
+    over the widget's background, and nothing else of the full style (not its background)."""
+    partial = widget.get_component_rich_style(component, partial=True)
+    if partial.color is None:  # the class sets no colour (e.g. a badge's reverse): nothing to blend
+        return partial
+    full = widget.get_component_rich_style(component)
+    return partial + Style(color=full.color) if full.color is not None else partial
