@@ -287,8 +287,8 @@ async def test_palette_screenshot_goes_to_the_current_directory_or_screenshot_di
         async with app.run_test(size=(80, 24)) as pilot:
             await settle(pilot, len(read_events(EVENTS)))
             app.action_screenshot()  # what the palette's "Save screenshot" runs
-            for _ in range(100):
-                if list(where.glob("*.svg")):
+            for _ in range(200):  # until Textual says it is saved (its thread reports back)
+                if any("Saved screenshot" in str(n.message) for n in app._notifications):
                     break
                 await pilot.pause(0.02)
         shots = list(where.glob("*.svg"))
