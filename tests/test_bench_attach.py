@@ -108,3 +108,28 @@ def test_telemetry_kind_shows_only_the_servers_gpus():
     assert kind("http://10.0.0.7:30000", telemetry="sim") == "sim"
     with pytest.raises(UsageError, match="--dcgm"):
         kind("http://10.0.0.7:30000", telemetry="dcgm")
+
+
+def test_attach_finds_a_simulators_gpus_by_itself(tmp_path, server_url):
+    """Default telemetry: the simulator's modelled GPUs; a server that is not one gets none."""
+    from tuiapp.commands.attach import is_simulator
+    from tuiapp.events import GpuSample, Note
+    from tuiapp.record.reading import read_recording
+    from tuiapp.sim.process import SimProcess
+
+    assert not is_simulator(server_url, KEY)  # the test server answers 404 there, as SGLang does
+    assert not is_simulator("http://127.0.0.1:9")  # nothing listens
+    sim = SimProcess(["--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"], speed=20)
+    try:
+        sim.wait_ready(30)
+        record = tmp_path / "a.jsonl"
+        r = attach(sim.url, "--headless", "--runs", "1", "--max-new-tokens", "8", "--record", str(record))
+        assert r.returncode == 0, r.stderr
+    finally:
+        sim.proc.kill()
+        sim.proc.wait(10)
+    events = read_recording(record).events
+    notes = [e.text for e in events if isinstance(e, Note) and e.source == "telemetry"]
+    assert any("simulated GPUs" in n for n in notes), notes
+    samples = [e for e in events if isinstance(e, GpuSample)]
+    assert {g.index for g in samples} == set(range(8)) and all(g.mem_used_bytes for g in samples)

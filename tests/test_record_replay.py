@@ -205,8 +205,8 @@ def test_replay_command_wires_a_session_for_the_tui(tmp_path: Path, monkeypatch)
     path = _record(tmp_path / "r.jsonl", [Note(t_s=T0 + g, text=str(g)) for g in (0.0, 1.0)])
     seen = {}
 
-    def fake_run(session, *, headless, theme=None):  # stands in for the Textual app only
-        seen.update(headless=headless, theme=theme, session=session)
+    def fake_run(session, *, headless, theme=None, screenshot_dir=None):  # stands in for the Textual app only
+        seen.update(headless=headless, theme=theme, session=session, screenshot_dir=screenshot_dir)
         bus = EventBus()
         sub = bus.subscribe("tui")
 

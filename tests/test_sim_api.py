@@ -273,3 +273,25 @@ def test_spec_tokens_details_sglext(spec_sim):
     body["stream"] = False
     full = httpx.post(spec_sim.url + "/v1/completions", json=body, timeout=10).json()
     assert full["sglext"]["spec_tokens_details"]["spec_accept_length"] > 1
+
+
+def test_startup_never_moves_more_than_the_link_can_carry_even_sped_up():
+    """--sim-speed 50 compresses the start-up, not PCIe: the weight loading's rate stays at
+    or under Gen5 x16 (63 GB/s), and the weights still cross once."""
+    from tuiapp.sim.model import PCIE_LINK_BYTES_PER_S
+
+    with SimProcess(BASE, speed=50.0) as s:
+        samples = []
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            try:
+                doc = httpx.get(s.url + "/sim/gpus", timeout=2).json()
+                samples.append((doc["t_s"], doc["gpus"][0]["pcie_rx_bytes_total"]))
+                if httpx.get(s.url + "/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+    rates = [(b1 - b0) / (t1 - t0) for (t0, b0), (t1, b1) in zip(samples, samples[1:], strict=False) if t1 > t0]
+    assert max(rates) > 10e9  # the loading was seen
+    assert max(rates) <= 1.01 * PCIE_LINK_BYTES_PER_S

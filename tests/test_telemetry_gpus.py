@@ -54,6 +54,9 @@ def test_table_from_fake_nvml_shows_na(monkeypatch, capsys):
     assert "counters" in lines[1]
     rx = lines[1].split("/s")[1].split()[-2:]  # PCIe RX column, e.g. ['25.0', 'GB']
     assert rx == ["25.0", "GB"]
+    # the dashboard's units: memory binary (GiB), rates decimal (GB/s)
+    g = gpus[0]
+    assert f" / {g.mem_total / 2**30:.1f} GiB " in lines[1], lines[1]
 
 
 def test_json_from_the_simulator(capsys):

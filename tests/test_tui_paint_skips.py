@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 
 from tuiapp.events import GpuSample, ServerInfo, ServerStats
@@ -9,6 +10,11 @@ from tuiapp.session import Session
 from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.widgets.gpu_table import GpuTable
 from tuiapp.tui.widgets.perf_panels import AcceptancePanel, ThroughputPanel
+
+
+async def idle(bus) -> None:
+    """A source that publishes nothing and runs until stopped (the test drives the bus)."""
+    await asyncio.Event().wait()
 
 
 def _count_refreshes(widget) -> list[int]:
@@ -24,7 +30,7 @@ def _count_refreshes(widget) -> list[int]:
 
 
 async def test_a_bump_that_changes_no_text_does_not_refresh():
-    session = Session(title="paint", sources=[])
+    session = Session(title="paint", sources=[idle])
     app = DashboardApp(session)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
@@ -44,7 +50,7 @@ async def test_a_bump_that_changes_no_text_does_not_refresh():
 
 
 async def test_a_changed_figure_refreshes_within_its_interval():
-    session = Session(title="paint", sources=[])
+    session = Session(title="paint", sources=[idle])
     app = DashboardApp(session)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
@@ -61,7 +67,7 @@ async def test_a_changed_figure_refreshes_within_its_interval():
 
 
 async def test_gpu_table_repaints_at_most_every_interval():
-    session = Session(title="paint", sources=[])
+    session = Session(title="paint", sources=[idle])
     app = DashboardApp(session)
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()

@@ -1,4 +1,5 @@
-"""SVG snapshots of the dashboard at 80x24 and 160x48 in every theme, fed from a fixed event list.
+"""SVG snapshots of the dashboard in the middle of a campaign (trial 5 of 8 running): at 80x24
+and 160x48 in every theme, at 120x36 and 200x60 in the default one; fed from a fixed event list.
 
 Regenerate after a deliberate UI change: pytest tests/test_tui_snapshots.py --snapshot-update
 """
@@ -9,7 +10,7 @@ import pytest
 
 from tuiapp.commands.preview import preview_session, read_events
 from tuiapp.tui.app import DashboardApp
-from tuiapp.tui.theme_files import load_themes
+from tuiapp.tui.theme_files import DEFAULT_THEME, load_themes
 
 EVENTS = Path(__file__).parent / "data" / "tui" / "dashboard.jsonl"
 EXPECTED = len(read_events(EVENTS))
@@ -32,6 +33,27 @@ async def settle(pilot) -> None:
 def test_dashboard(snap_compare, theme, size):
     app = DashboardApp(preview_session(EVENTS), theme=theme)
     assert snap_compare(app, terminal_size=size, run_before=settle)
+
+
+@pytest.mark.parametrize("size", [(120, 36), (200, 60)], ids=["120x36", "200x60"])
+def test_dashboard_running_default_theme(snap_compare, size):
+    app = DashboardApp(preview_session(EVENTS), theme=DEFAULT_THEME)
+    assert snap_compare(app, terminal_size=size, run_before=settle)
+
+
+async def test_running_ledger_keeps_status_and_verdict_whole_from_100_columns():
+    for size in ((100, 30), (120, 36)):
+        app = DashboardApp(preview_session(EVENTS))
+        async with app.run_test(size=size) as pilot:
+            await settle(pilot)
+            ledger = app.dashboard.query_one("#trials")
+            lines = [ledger.render_line(y).text for y in range(ledger.size.height)]
+            assert "verdict" in lines[0] or size == (100, 30)  # 30 rows: a trial is worth more than titles
+            for row in app.store.trials.values():
+                verdict = (row.result.row.get("verdict") or "dead end") if row.result else ""
+                status = row.result.status if row.result else row.phase
+                line = next(line for line in lines if row.name[:10] in line)
+                assert f" {status} " in line and line.rstrip().endswith(verdict or line.rstrip()), (size, line)
 
 
 class PausedReplay:

@@ -92,7 +92,8 @@ def test_replay_seek_clears_what_is_shown():
 
 def test_formatting_shows_none_as_na_never_zero():
     assert fmt.num(None) == "n/a" and fmt.ms(None) == "n/a" and fmt.rate(None) == "n/a"
-    assert fmt.rate(3.2e9) == "3.2G" and fmt.rate(850e6) == "850M" and fmt.ms(0.0112) == "11.2 ms"
+    assert fmt.rate(3.2e9) == "3.2G" and fmt.rate(850e6) == "850M" and fmt.rate(950e3) == "950k"
+    assert fmt.rate(999_800) == "1.0M" and fmt.rate(99.97e6) == "100M" and fmt.ms(0.0112) == "11.2 ms"
     assert fmt.clock(3725) == "1:02:05"
     assert fmt.spark([0, None, 8], 5, floor=0, ceiling=8) == "  ▁ █"
     assert fmt.spark_rows([0, 4, 8], 3, 2, floor=0, ceiling=8) == ["  █", "▁██"]
@@ -115,3 +116,55 @@ def test_cancelled_request_is_neither_result_nor_failure():
     store.apply(RequestDone(t_s=1, run_index=0, request_index=0, ok=False, error="HTTP 422: Unexpected fields"))
     store.apply(RequestDone(t_s=2, run_index=0, request_index=1, ok=False, error="cancelled", cancelled=True))
     assert store.requests_failed == 1 and store.last_request.error == "HTTP 422: Unexpected fields"
+
+
+def test_pcie_history_log_scale_keeps_nccl_and_custom_allreduce_apart():
+    """0.5 GB/s (NCCL's all-reduce) and 15 GB/s (the custom one) on a 63 GB/s link: a
+    linear scale draws both in the bottom cell; the log scale three levels apart."""
+    link = 63.0e9
+    linear = fmt.spark([0.5e9, 15e9], 2, floor=0, ceiling=link)
+    assert linear[0] == "▁" and linear[1] in "▁▂▃"
+    logged = fmt.spark(fmt.log_levels([0.5e9, 15e9, 0.0, None], 1e7, link), 4, floor=0, ceiling=1)
+    assert logged[3] == " " and logged[2] == "▁"  # no sample is a gap; an idle link sits at the floor
+    assert " ▁▂▃▄▅▆▇█".index(logged[1]) - " ▁▂▃▄▅▆▇█".index(logged[0]) >= 3
+
+
+def test_charts_say_their_scale_and_unit():
+    rows = fmt.axis_chart([0.050, 0.060, None, 0.070], 20, 3, "ttft", scale=1000, unit="ms", label_w=5)
+    assert [axis for axis, _ in rows] == [" 70ms┤", " ttft│", " 45ms┤"]  # floor: 0.9 x the lowest
+    assert all(len(axis) + len(bars) == 20 for axis, bars in rows)
+    (one,) = fmt.axis_chart([47.0, 55.0], 30, 1, "run")
+    assert one[0] == "run " and one[1].endswith(" 42–55")
+
+
+def test_outcome_of_a_finished_campaign_names_the_best_trial_against_its_base():
+    s = DashboardStore()
+    rows = [("base", "ok", {"is_baseline": True, "verdict": "baseline", "mean_decode_tok_s": 82.0}),
+            ("fast", "ok", {"baseline": "base", "verdict": "faster", "delta_pct": 9.2, "mean_decode_tok_s": 89.5}),
+            ("dies", "oom", {"baseline": "fast", "dead_end": True})]
+    for k, (name, status, row) in enumerate(rows):
+        s.apply(TrialState(t_s=k, name=name, index=k, total=3, phase="running"))
+        assert s.outcome() is None  # a trial is still running
+        s.apply(TrialState(t_s=k + 0.5, name=name, index=k, total=3, phase="done" if status == "ok" else "failed"))
+        before = dict(s.versions)
+        s.apply(TrialResult(t_s=k + 0.6, name=name, status=status, row=row))
+        assert s.versions["header"] > before["header"]  # the outcome shows without waiting for a tick
+    assert s.finished
+    assert s.outcome() == "campaign done: 2 ok, 1 failed, 1 dead end; best fast 89.5 tok/s +9.2% vs base"
+    assert s.outcome(70) == "campaign done: 2 ok, 1 failed, 1 dead end; best fast 89.5 tok/s +9.2%"
+    assert s.outcome(60) == "campaign done: 2 ok, 1 failed, 1 dead end; best fast +9.2%"
+
+
+def test_an_attach_session_ends_with_its_benchmark_in_one_line():
+    from tuiapp.events import BenchState
+
+    s = DashboardStore()
+    for k, tok_s in enumerate([82.0, 82.2, 81.9]):
+        s.apply(RunDone(t_s=k, run_index=k, requests=1, duration_s=3.0, decode_tok_s=tok_s, output_tok_s=tok_s))
+    s.apply(BenchState(t_s=2.5, state="running"))
+    assert not s.finished and s.outcome() is None
+    s.apply(BenchSummary(t_s=3, runs=3, mean_decode_tok_s=82.03, sd_decode_tok_s=0.15,
+                         ci95_decode_tok_s=(81.66, 82.40)))
+    s.apply(BenchState(t_s=3.1, state="done"))
+    assert s.outcome() == "benchmark done: 3 runs, 82.0 ± 0.15 tok/s (95% CI 81.7–82.4)"
+    assert s.outcome(40) == "benchmark done: 3 runs, 82.0 ± 0.15 tok/s"

@@ -6,6 +6,8 @@ import argparse
 import os
 from typing import Any
 
+from tuiapp.commands import screenshots
+
 HELP = "attach to a running SGLang (or OpenAI-compatible) server and benchmark it continuously"
 
 _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
@@ -30,8 +32,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--metrics-interval", type=float, default=1.0, metavar="S")
     parser.add_argument(
         "--telemetry", choices=["auto", "nvml", "sim", "dcgm", "off"], default="auto",
-        help="GPU telemetry: auto = this machine's GPUs when the URL is local (plus --dcgm);"
-        " sim = the simulator's GPUs at URL",
+        help="GPU telemetry: auto = the simulator's GPUs when URL is tuiapp's simulator, else this"
+        " machine's GPUs when the URL is local (plus --dcgm); sim = the simulator's GPUs at URL",
     )
     parser.add_argument("--dcgm", action="append", metavar="URL", help="a dcgm-exporter to read remote GPUs from")
     parser.add_argument("--theme", help="UI theme")
@@ -42,6 +44,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     logs.add_argument("--log-cmd", action="append", default=[], metavar="'[NODE=]CMD'",
                       help="watch the output of a shell command, restarted when it exits"
                       " (e.g. 'docker logs -f --since 0s NAME', 'ssh n1 tail -F /path')")
+    screenshots.add_argument(parser)
     add_bench_arguments(parser)
 
 
@@ -151,6 +154,22 @@ def telemetry_kind(args: argparse.Namespace, url: str) -> str:
     return "dcgm" if args.dcgm else "off"  # a remote server: its nodes' exporters, if given
 
 
+def is_simulator(url: str, api_key: str | None = None, timeout_s: float = 2.0) -> bool:
+    """Whether the server is tuiapp's simulator: it alone answers ``/sim/gpus`` with GPUs
+    (a real SGLang answers 404), so ``--telemetry auto`` reads its modelled GPUs."""
+    import httpx
+
+    from tuiapp.common.http_clients import sync_client
+
+    try:
+        with sync_client(url, api_key=api_key, timeout=timeout_s) as client:
+            resp = client.get(url.rstrip("/") + "/sim/gpus")
+        data = resp.json() if resp.status_code == 200 else None
+    except (httpx.HTTPError, ValueError):
+        return False
+    return isinstance(data, dict) and isinstance(data.get("gpus"), list) and bool(data["gpus"])
+
+
 def _telemetry_sources(kind: str, args: argparse.Namespace, url: str, done: Any, http: Any = None) -> list[Any]:
     """GPU and host samplers; each ends when ``done`` is set."""
     if kind == "off":
@@ -229,6 +248,8 @@ def run(args: argparse.Namespace) -> int:
         print(f"tuiapp attach: error: {exc}", file=sys.stderr)
         return 1
     settings = for_server(settings, info, args)
+    if args.telemetry == "auto" and info.engine == "sglang" and is_simulator(url, args.api_key):
+        telemetry = "sim"  # its GPUs are modelled behind the same URL, wherever it runs
 
     session = Session(
         title=f"attach {url}",
@@ -274,7 +295,7 @@ def run(args: argparse.Namespace) -> int:
     session.sources += _telemetry_sources(telemetry, args, url, done, http)
     session.sources += _log_tasks(sources, args, session.bus.publish, done)
 
-    code = run_session(session, headless=args.headless, theme=args.theme)
+    code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     if loop.warmup_failed:
         print(f"tuiapp attach: error: every warm-up request failed: {loop.warmup_failed}", file=sys.stderr)
     if args.summary:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from tuiapp.commands import screenshots
+
 HELP = "run the reference tuning campaign (8 trials) on the built-in SGLang simulator"
 
 
@@ -21,6 +23,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", type=float, default=20.0, metavar="X",
                         help="simulated start-up runs X times faster (decode pacing stays real; default 20)")
     parser.add_argument("--theme", help="TUI theme")
+    screenshots.add_argument(parser)
 
 
 def trials_args(args: argparse.Namespace) -> argparse.Namespace:
@@ -32,7 +35,7 @@ def trials_args(args: argparse.Namespace) -> argparse.Namespace:
     trials.add_arguments(parser)
     ns = parser.parse_args(["campaign", "--sim", "--telemetry", "sim"])
     ns.headless, ns.record, ns.ledger, ns.only = args.headless, args.record, args.ledger, args.only
-    ns.sim_speed, ns.theme = args.speed, args.theme
+    ns.sim_speed, ns.theme, ns.screenshot_dir = args.speed, args.theme, args.screenshot_dir
     return ns
 
 

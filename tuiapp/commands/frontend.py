@@ -8,18 +8,19 @@ from __future__ import annotations
 import asyncio
 import signal
 import sys
+from pathlib import Path
 
 from tuiapp.session import Session
 
 
-def run(session: Session, *, headless: bool, theme: str | None = None) -> int:
+def run(session: Session, *, headless: bool, theme: str | None = None, screenshot_dir: Path | None = None) -> int:
     previous = use_fast_event_loop()
     try:
         if headless:
             return asyncio.run(run_headless(session))
         from tuiapp.tui.app import run_app  # the only place that pulls in Textual
 
-        return run_app(session, theme=theme)
+        return run_app(session, theme=theme, screenshot_dir=screenshot_dir)
     finally:
         if previous is not None:
             asyncio.set_event_loop_policy(previous)  # a caller's own loops stay its own

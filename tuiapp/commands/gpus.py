@@ -8,6 +8,7 @@ HELP = "show each GPU's memory, utilisation, PCIe throughput, link, power and te
 
 EPILOG = """\
 Takes two samples --interval apart so PCIe rates are real averages, not guesses.
+Units: memory in GiB/MiB (2^30, 2^20 bytes), rates in GB/s, MB/s, kB/s (10^9, 10^6, 10^3).
 Sources: local GPUs through NVML (default); --sim URL for the simulator's GPUs;
 --gpu-source URL (repeatable) for dcgm-exporter endpoints on other nodes, shown
 with the local GPUs when NVML works here.
@@ -29,13 +30,24 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds between the two samples (default 1.0)")
 
 
-def _fmt_bytes(n: float | None, suffix: str = "") -> str:
+def _fmt_mem(n: float | None) -> str:
+    """Memory in binary units, as the dashboard, CUDA and SGLang print it."""
     if n is None:
         return "n/a"
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
         if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}{suffix}"
-    return f"{n:.0f} B{suffix}"
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def _fmt_rate(n: float | None) -> str:
+    """Rates in decimal units per second, as PCIe is specified (the dashboard's too)."""
+    if n is None:
+        return "n/a"
+    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= 0.9995 * scale:  # 999.98 kB/s is 1.0 MB/s
+            return f"{n / scale:.1f} {unit}/s"
+    return f"{n:.0f} B/s"
 
 
 def _fmt(value: object, fmt: str = "{}") -> str:
@@ -49,7 +61,7 @@ def format_table(gpus: list) -> str:
     rows = []
     for g in gpus:
         where = f"{g.node}:{g.index}" if g.node else str(g.index)
-        mem = f"{_fmt_bytes(g.mem_used_bytes)} / {_fmt_bytes(g.mem_total_bytes)}"
+        mem = f"{_fmt_mem(g.mem_used_bytes)} / {_fmt_mem(g.mem_total_bytes)}"
         link = "n/a"
         if g.pcie_gen is not None and g.pcie_width is not None:
             link = f"gen{g.pcie_gen} x{g.pcie_width}"
@@ -57,7 +69,7 @@ def format_table(gpus: list) -> str:
                 link += f" (max gen{g.pcie_gen_max} x{g.pcie_width_max})"
         rows.append([
             where, g.name or "n/a", mem, _fmt(g.util_pct, "{:.0f}%"),
-            _fmt_bytes(g.pcie_tx_bytes_s, "/s"), _fmt_bytes(g.pcie_rx_bytes_s, "/s"),
+            _fmt_rate(g.pcie_tx_bytes_s), _fmt_rate(g.pcie_rx_bytes_s),
             g.pcie_method or "n/a", link, _fmt(g.power_w, "{:.0f} W"), _fmt(g.temp_c, "{:.0f} C"),
             _fmt(g.sm_clock_mhz, "{} MHz"),
         ])

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 
+from tuiapp.commands import screenshots
+
 HELP = "launch an SGLang server (default: python -m sglang.launch_server ...), watch and benchmark it"
 
 
@@ -28,6 +30,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds from launch to ready before giving up (default 1800)")
     parser.add_argument("--telemetry", choices=["auto", "nvml", "sim", "off"], default="auto")
     parser.add_argument("--theme", help="TUI theme")
+    screenshots.add_argument(parser)
     add_bench_arguments(parser)
 
 
@@ -106,7 +109,7 @@ def run_single_trial(trial, args: argparse.Namespace, *, record_path, log_path, 
     session, _runner = build_trials_session(plan, [trial], ledger, options, title=trial.name,
                                             record_path=record_path)
     session.header["mode"] = "launch"
-    code = run_session(session, headless=args.headless, theme=args.theme)
+    code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     if log_path.exists():  # nothing was launched when preflight refused the command
         print(f"server log: {log_path}")
     return code

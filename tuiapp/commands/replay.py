@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from tuiapp.commands import screenshots
+
 HELP = "replay a recording in the dashboard (pause, speed x1-x64, seek, next alert), or print its summary"
 
 
@@ -14,6 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--follow", action="store_true", help="keep reading a recording that is still being written")
     parser.add_argument("--speed", type=float, default=1.0, help="playback speed, 1 to 64 (default 1)")
     parser.add_argument("--theme", help="UI theme")
+    screenshots.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -85,6 +88,6 @@ def _tui(args: argparse.Namespace) -> int:
         title=f"replay: {replay.title}", sources=[replay.run], replay=replay, header=dict(replay.header)
     )
     try:
-        return run_session(session, headless=False, theme=args.theme)
+        return run_session(session, headless=False, theme=args.theme, screenshot_dir=args.screenshot_dir)
     finally:
         replay.close()

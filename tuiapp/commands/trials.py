@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from tuiapp.commands import screenshots
+
 HELP = "run a plan of trials (baseline + variations) and write a ledger with verdicts"
 
 DEFAULT_SIM_SPEED = 20.0
@@ -36,6 +38,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--check", action="store_true",
                         help="validate the plan, print each trial's diff against the baseline, run nothing")
     parser.add_argument("--theme", help="TUI theme")
+    screenshots.add_argument(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -109,7 +112,7 @@ def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
     session, _runner = build_trials_session(
         plan, trials, ledger, options, title=title,
         record_path=Path(args.record) if args.record else None)
-    code = run_session(session, headless=args.headless, theme=args.theme)
+    code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     if ledger.rows:
         print()
         print(ledger_report(ledger))

@@ -23,7 +23,7 @@ from tuiapp.events import (
     TrialState,
     _Event,
 )
-from tuiapp.record.findings import findings, per_trial_section, trial_facts
+from tuiapp.record.findings import findings, per_trial_section, phases, trial_facts
 from tuiapp.record.markdown import GIB, hms, num, table
 from tuiapp.record.printer import NullStream, Printer
 from tuiapp.record.reading import Recording
@@ -115,18 +115,25 @@ def _charts(rec: Recording, bands: list[Band], marks: list[tuple[float, str]]) -
 
 
 def _gpu_rows(rec: Recording) -> list[list[str]]:
+    """Per GPU: peaks while serving (what the trials are judged on), start-up's apart."""
     peaks: dict[int, dict[str, Any]] = {}
-    for ev in rec.events:
+    for ev, phase in phases(rec.events):
         if not isinstance(ev, GpuSample):
             continue
         p = peaks.setdefault(ev.index, {"name": ev.name, "mem": None, "total": None, "rx": None, "tx": None,
-                                        "util": [], "link": None})
+                                        "util": [], "link": None, "s_mem": None, "s_rx": None})
         p["name"] = ev.name or p["name"]
-        for key, value in (("mem", ev.mem_used_bytes), ("rx", ev.pcie_rx_bytes_s), ("tx", ev.pcie_tx_bytes_s)):
+        if phase == "serving":
+            values = (("mem", ev.mem_used_bytes), ("rx", ev.pcie_rx_bytes_s), ("tx", ev.pcie_tx_bytes_s))
+        elif phase == "startup":
+            values = (("s_mem", ev.mem_used_bytes), ("s_rx", ev.pcie_rx_bytes_s))
+        else:
+            values = ()
+        for key, value in values:
             if value is not None and (p[key] is None or value > p[key]):
                 p[key] = value
         p["total"] = ev.mem_total_bytes or p["total"]
-        if ev.util_pct is not None:
+        if ev.util_pct is not None and phase == "serving":
             p["util"].append(ev.util_pct)
         if ev.pcie_gen is not None:
             p["link"] = f"Gen{ev.pcie_gen} x{ev.pcie_width}" + (
@@ -140,7 +147,8 @@ def _gpu_rows(rec: Recording) -> list[list[str]]:
 
     return [
         [str(i), p["name"] or "n/a", f"{gib(p['mem'])} / {gib(p['total'])}", gbs(p["rx"]), gbs(p["tx"]),
-         f"{sum(p['util']) / len(p['util']):.0f}" if p["util"] else "n/a", p["link"] or "n/a"]
+         f"{sum(p['util']) / len(p['util']):.0f}" if p["util"] else "n/a", gib(p["s_mem"]), gbs(p["s_rx"]),
+         p["link"] or "n/a"]
         for i, p in sorted(peaks.items())
     ]
 
@@ -243,9 +251,12 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
 
     gpu_rows = _gpu_rows(rec)
     if gpu_rows:
-        lines += ["## GPUs (peaks)", ""]
-        lines += table(["GPU", "name", "peak memory GiB (used / total)", "peak PCIe RX GB/s",
-                         "peak PCIe TX GB/s", "mean util %", "PCIe link"], gpu_rows) + [""]
+        lines += ["## GPUs (peaks)", "",
+                  "Serving: while the benchmark ran. Start-up (weights loading, warm-up) apart: its PCIe "
+                  "rate is the weights crossing the link, not the trial's traffic.", ""]
+        lines += table(["GPU", "name", "serving: peak memory GiB (used / total)", "serving: peak PCIe RX GB/s",
+                         "serving: peak PCIe TX GB/s", "serving: mean util %", "start-up: peak memory GiB",
+                         "start-up: peak PCIe RX GB/s", "PCIe link"], gpu_rows) + [""]
 
     svgs: dict[str, str] = {}
     lines += ["## Charts", ""]

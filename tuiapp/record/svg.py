@@ -79,6 +79,22 @@ def _fmt_time(seconds: float) -> str:
     return f"{s // 3600}:{s % 3600 // 60:02d}:{s % 60:02d}" if s >= 3600 else f"{s // 60}:{s % 60:02d}"
 
 
+def _text_w(text: str, font_px: float = 10) -> float:
+    """A sans-serif label's width, near enough to keep labels apart."""
+    return 0.6 * font_px * len(text)
+
+
+def _free_row(rows: list[float], x: float, w: float, max_rows: int) -> int | None:
+    """The first row whose last label ends before ``x``; records the new end there."""
+    for k in range(max_rows):
+        if k == len(rows):
+            rows.append(float("-inf"))
+        if rows[k] + 4 <= x:
+            rows[k] = x + w
+            return k
+    return None
+
+
 def line_chart(
     title: str,
     series: Sequence[Series],
@@ -133,13 +149,24 @@ def line_chart(
     def py(y: float) -> float:
         return top + plot_h - (y - lo) / (hi - lo) * plot_h
 
+    # Labels go on the first row where they clear the one before (short failed trials sit
+    # side by side); a label that clears no row within the plot is left out, never overlapped.
+    # Rectangles first, so no band covers an earlier one's label; a label near the right
+    # edge is pulled left to stay inside the plot.
+    band_rows: list[float] = []
     for k, band in enumerate(bands):
         fill = "#f2f2f2" if k % 2 == 0 else "#e6eef7"
         out.append(
             f'<rect x="{px(band.x0):.1f}" y="{top}" width="{max(0.5, px(band.x1) - px(band.x0)):.1f}" '
             f'height="{plot_h}" fill="{fill}"/>'
-            f'<text x="{px(band.x0) + 3:.1f}" y="{top + 11}" fill="#555" font-size="10">{escape(band.label)}</text>'
         )
+    for band in bands:
+        w = _text_w(band.label)
+        x_text = max(left + 3, min(px(band.x0) + 3, left + plot_w - w - 3))
+        row = _free_row(band_rows, x_text, w, max_rows=max(1, int(plot_h // 24)))
+        if row is not None:
+            out.append(f'<text x="{x_text:.1f}" y="{top + 11 + 11 * row}" fill="#555" '
+                       f'font-size="10">{escape(band.label)}</text>')
     y = lo
     while y <= hi + step / 2:
         out.append(
@@ -166,13 +193,24 @@ def line_chart(
             f'stroke-dasharray="6 3"/><text x="{left + plot_w - 4}" y="{py(y_line) - 4:.1f}" text-anchor="end" '
             f'fill="#555" font-size="10">{escape(label)}</text>'
         )
-    for x, label in marks:
+    mark_rows: list[float] = []
+    shown_marks: set[tuple[int, str]] = set()
+    for x, label in sorted(marks):
         if x0 <= x <= x1:
             out.append(
                 f'<line x1="{px(x):.1f}" x2="{px(x):.1f}" y1="{top}" y2="{top + plot_h}" stroke="#d62728" '
-                f'stroke-dasharray="4 3"/><text x="{px(x) - 3:.1f}" y="{top + plot_h - 4}" fill="#d62728" '
-                f'text-anchor="end" font-size="10">{escape(label)}</text>'
+                f'stroke-dasharray="4 3"/>'
             )
+            key = (round(px(x)), label)  # the same alert on eight ranks: one label
+            if key in shown_marks:
+                continue
+            shown_marks.add(key)
+            # right-aligned at the line: its extent is [x - w, x]; rows stack up from the bottom
+            w = _text_w(label)
+            row = _free_row(mark_rows, px(x) - 3 - w, w, max_rows=max(1, int(plot_h // 24)))
+            if row is not None:
+                out.append(f'<text x="{px(x) - 3:.1f}" y="{top + plot_h - 4 - 11 * row}" fill="#d62728" '
+                           f'text-anchor="end" font-size="10">{escape(label)}</text>')
     for k, s in enumerate(series):
         color = PALETTE[k % len(PALETTE)]
         pts = " ".join(f"{px(x):.1f},{py(v):.1f}" for x, v in s.points)

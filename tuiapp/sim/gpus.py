@@ -50,7 +50,9 @@ class Gpu:
         self.mem_t0, self.mem_t1 = now, now + max(over_s, 0.0)
 
     def rx_ramp(self, now: float, nbytes: float, over_s: float) -> None:
-        """``nbytes`` received evenly over the next ``over_s`` (exact, whatever the timers do)."""
+        """``nbytes`` received evenly over the next ``over_s`` (exact, whatever the timers do),
+        never faster than the link can carry."""
+        over_s = max(over_s, nbytes / model.PCIE_LINK_BYTES_PER_S)
         self.rx_total += self._ramp_done(now)
         self.rx_ramp_bytes, self.rx_ramp_t0, self.rx_ramp_t1 = nbytes, now, now + max(over_s, 1e-9)
 

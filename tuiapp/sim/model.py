@@ -48,6 +48,8 @@ GPU_MEM_RESERVED_BYTES = 585 * MIB  # NVML v2 "reserved" (driver/firmware)
 GPU_SM_MAJOR = 12
 PCIE_GEN = 5
 PCIE_WIDTH = 16
+# What the link carries per direction after 128b/130b coding: no modelled rate goes above it.
+PCIE_LINK_BYTES_PER_S = 3.938e9 * PCIE_WIDTH
 # torch's view: NVML total minus the driver reserve; SGLang's "avail mem" is free memory
 TORCH_TOTAL_GIB = (GPU_MEM_TOTAL_BYTES - GPU_MEM_RESERVED_BYTES) / GIB
 

@@ -2,8 +2,9 @@
 
 The simulator keeps cumulative PCIe byte counters, like the hardware; rates are deltas over
 the simulator's own clock ``t_s`` (so a sped-up simulation shows simulated bytes per
-simulated second). When the endpoint cannot be reached (server not started, or dead) the
-GPUs still exist, idle with zero used memory, as real GPUs do when their server dies.
+simulated second). When the endpoint cannot be reached (server not started, between two
+trials, or dead) the GPUs still exist but nothing reads them: their rows carry the static
+facts (name, total memory, link) and n/a for every reading, never a made-up 0.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ class SimBackend(Backend):
 
     @property
     def reachable(self) -> bool:
-        """Whether the last sample read the simulator (its idle stand-ins are not readings)."""
+        """Whether the last sample read the simulator (its n/a stand-ins are not readings)."""
         return bool(self._reachable)
 
     def fetch(self) -> dict[str, Any] | None:
@@ -60,8 +61,10 @@ class SimBackend(Backend):
             if reachable and self._reachable is False:
                 out.append(Note(text=f"simulated GPUs: {self.url} reachable again", source="sim"))
             elif not reachable and self._reachable:
-                out.append(Note(level="warning", source="sim",
-                                text=f"simulated GPUs: {self.url} unreachable; showing them idle"))
+                # every trial's server stops at its end: news, not a warning (a crash is
+                # the launcher's to report, with its exit code and log)
+                out.append(Note(level="info", source="sim",
+                                text=f"simulated GPUs: {self.url} not answering (server stopped?); readings n/a"))
             if reachable or self._reachable:
                 self._reachable = reachable
         if data is None:
@@ -78,9 +81,7 @@ class SimBackend(Backend):
 
     def _idle(self, index: int) -> GpuSample:
         static = self._static.get(index, {})
-        return GpuSample(index=index, mem_used_bytes=0, util_pct=0.0,
-                         pcie_tx_bytes_s=0.0, pcie_rx_bytes_s=0.0, pcie_method="sim",
-                         **{k: static.get(k) for k in _STATIC})
+        return GpuSample(index=index, pcie_method="sim", **{k: static.get(k) for k in _STATIC})
 
     def _from_model(self, g: dict[str, Any], t_s: float) -> GpuSample:
         index = int(g["index"])

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import signal
 from collections.abc import Iterable
+from pathlib import Path
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -69,6 +70,15 @@ class DashboardApp(App[int]):
         self._stop = asyncio.Event()
         self._sources: Worker | None = None
         self._quitting = False
+
+    screenshot_dir: Path | None = None  # None: the current directory
+
+    def deliver_screenshot(self, filename: str | None = None, path: str | None = None,
+                           time_format: str | None = None) -> str | None:
+        """The palette's "Save screenshot": Textual writes to ~/Downloads, which a server
+        rarely has (the save failed); here it goes to --screenshot-dir or the current directory."""
+        target = path or str(self.screenshot_dir or Path.cwd())
+        return super().deliver_screenshot(filename, target, time_format)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {"pcie-rx": "#3A9AD9", "pcie-tx": "#F0A202"}
@@ -229,9 +239,10 @@ async def _finished(worker: Worker | None) -> None:
         pass
 
 
-def run_app(session: SessionView, *, theme: str | None = None) -> int:
+def run_app(session: SessionView, *, theme: str | None = None, screenshot_dir: Path | None = None) -> int:
     """Run the dashboard in this terminal until the user quits; returns the exit code."""
     app = DashboardApp(session, theme=theme)
+    app.screenshot_dir = screenshot_dir
     app.handle_signals = True
     app.run()
     return app.return_code or session.exit_code

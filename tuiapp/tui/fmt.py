@@ -1,11 +1,14 @@
-"""Plain-text formatting for the dashboard: numbers with units, n/a, block sparklines.
+"""Plain-text formatting for the dashboard: numbers with units, n/a, block charts.
 
 Textual-free so it is cheap to test. ``None`` is always shown as n/a, never as 0.
+Units, everywhere in tuiapp: memory in binary GiB/MiB (what CUDA and SGLang print),
+rates in decimal bytes per second (k = 10^3, M = 10^6, G = 10^9: what PCIe is specified in).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from math import log10
 
 NA = "n/a"
 _BLOCKS = " ▁▂▃▄▅▆▇█"
@@ -30,14 +33,24 @@ def gib(value_bytes: int | float | None, digits: int = 1) -> str:
     return NA if value_bytes is None else f"{value_bytes / _GIB:.{digits}f}"
 
 
+def mem(value_bytes: int | float | None) -> str:
+    """Memory in binary units: 25.9 MiB, 1.2 GiB."""
+    if value_bytes is None:
+        return NA
+    for unit, scale in (("GiB", _GIB), ("MiB", 1024**2), ("KiB", 1024)):
+        if value_bytes >= scale:
+            return f"{value_bytes / scale:.1f} {unit}"
+    return f"{value_bytes:.0f} B"
+
+
 def rate(value_bytes_s: float | None) -> str:
-    """A byte rate in 5 characters or fewer: 950K, 12.3M, 1.2G."""
+    """A decimal byte rate in 5 characters or fewer: 950k, 12.3M, 1.2G (B/s implied)."""
     if value_bytes_s is None:
         return NA
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("K", 1e3)):
-        if value_bytes_s >= scale:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if value_bytes_s >= 0.9995 * scale:  # 999.8k rounds up to 1.0M, never 1000k
             scaled = value_bytes_s / scale
-            return f"{scaled:.1f}{unit}" if scaled < 100 else f"{scaled:.0f}{unit}"
+            return f"{scaled:.1f}{unit}" if scaled < 99.95 else f"{scaled:.0f}{unit}"
     return f"{value_bytes_s:.0f}B"
 
 
@@ -117,3 +130,58 @@ def spark_rows(values: Sequence[float | None], width: int, height: int, *,
                 fill = min(8, max(0, eighths - row * 8))
                 rows[height - 1 - row][col] = _BLOCKS[fill]
     return ["".join(r).rjust(width) for r in rows]
+
+
+def log_levels(values: Sequence[float | None], floor: float, ceiling: float) -> list[float | None]:
+    """Values on a log scale from ``floor`` to ``ceiling`` as 0..1 (so 0.5 and 15 GB/s
+    differ by three cells of eight, where a linear scale to 63 GB/s puts both at the bottom)."""
+    low, span = log10(floor), log10(ceiling) - log10(floor)
+    return [None if v is None else min(max((log10(max(v, floor)) - low) / span, 0.0), 1.0) for v in values]
+
+
+def short(value: float) -> str:
+    """An axis label in 4 characters or fewer: 0.85, 9.5, 89, 1.2k."""
+    a = abs(value)
+    if a >= 10_000:
+        return f"{value / 1000:.0f}k"
+    if a >= 1000:
+        return f"{value / 1000:.1f}k"
+    if a >= 10:
+        return f"{value:.0f}"
+    if a >= 1:
+        return f"{value:.1f}"
+    return f"{value:.2f}"
+
+
+def axis_chart(values: Sequence[float | None], width: int, height: int, name: str,
+               *, scale: float = 1.0, unit: str = "", floor: float | None = None,
+               label_w: int = 0) -> list[tuple[str, str]]:
+    """A block chart with a labelled y axis: ``(axis, bars)`` per row, top row first.
+
+    The axis shows the top of the scale on the first row and its bottom on the last (in
+    ``unit`` after multiplying by ``scale``, e.g. seconds shown as ms), and ``name`` on a
+    middle row, so every chart says what it plots and on what scale. One row: the name,
+    the bars and the range after them. ``label_w``: the axis' least width, so charts
+    stacked in one panel line up.
+    """
+    tail = list(values)
+    known = [v for v in tail if v is not None]
+    if floor is None:
+        floor = zoom_floor(tail[-max(width, 1):])
+    if not known:
+        return [(name, " " * max(0, width - len(name) - 1))]
+    high = max(known[-max(width, 1):])
+    low = floor if floor is not None else min(known)
+    top, bottom = short(high * scale) + unit, short(low * scale) + unit
+    if height <= 1:
+        span = f" {bottom}–{top}"
+        return [(name + " ", spark(tail, max(0, width - len(name) - 1 - len(span)), floor=low, ceiling=high) + span)]
+    labels = [top] + [""] * (height - 2) + [bottom]
+    if height >= 3:
+        labels[height // 2] = name
+    else:
+        labels[0] = f"{name} {top}"
+    label_w = max(label_w, *(len(x) for x in labels))
+    axis = [x.rjust(label_w) + ("┤" if k in (0, height - 1) else "│") for k, x in enumerate(labels)]
+    rows = spark_rows(tail, max(0, width - label_w - 1), height, floor=low, ceiling=high)
+    return list(zip(axis, rows, strict=True))

@@ -36,6 +36,11 @@ HISTORY = 240  # points kept per series: enough for a 200-column sparkline
 GPU_HISTORY = 60
 LOG_LINES = 5000
 _ENDED = ("failed", "stopped")
+_LIVE_PHASES = ("preflight", "launching", "warming_up", "running", "stopping")
+
+
+def fmt_num(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
 
 
 @dataclass
@@ -73,10 +78,14 @@ class DashboardStore:
         self.itl_s: deque[float | None] = deque(maxlen=HISTORY)
         self.last_request: RequestDone | None = None
         self.last_run: RunDone | None = None
+        self.last_run_trial: str | None = None  # kept across trials (last_run is not)
         self.trial_runs: list[RunDone] = []  # runs of the current trial, for mean/sd
         self.summary: BenchSummary | None = None
         self.requests_failed = 0
         self.server_has_acceptance = False
+        # Whether the latest server speculates; kept across trials so the acceptance panel
+        # does not fold and unfold between one trial's end and the next one's ServerInfo.
+        self.speculating: bool | None = None
         # gpus
         self.gpus: dict[int, GpuSample] = {}
         self.host: HostSample | None = None
@@ -126,6 +135,54 @@ class DashboardStore:
         sd = statistics.stdev(values) if len(values) > 1 else None
         return statistics.fmean(values), sd, None, len(values)
 
+    @property
+    def finished(self) -> bool:
+        """Every trial of the plan has its ledger row (the campaign, or a one-trial launch, is over)."""
+        if not self.trials:  # attach: no plan; done when the benchmark loop did its --runs
+            return self.bench_state is not None and self.bench_state.state == "done"
+        total = max(row.total for row in self.trials.values())
+        rows = self.trials.values()
+        # a stopped or resumed trial ends "skipped", without a ledger row of this run
+        return (len(self.trials) >= max(total, 1) and any(row.result is not None for row in rows)
+                and all(row.phase not in _LIVE_PHASES and (row.result is not None or row.phase == "skipped")
+                        for row in rows))
+
+    def outcome(self, width: int | None = None) -> str | None:
+        """The finished campaign in one line: counts, and the fastest trial that worked with
+        its difference against its own base, as the ledger computed it. Given ``width``, the
+        longest wording that fits (the base's name goes first, then the tok/s)."""
+        if not self.finished:
+            return None
+        if not self.trials:
+            mean, sd, ci95, n = self.run_stats()
+            text = f"benchmark done: {n} run{'s' if n != 1 else ''}"
+            if mean is not None:
+                text += f", {mean:.1f} ± {fmt_num(sd)} tok/s" + (f" (95% CI {ci95[0]:.1f}–{ci95[1]:.1f})" if ci95 else "")
+            return text if width is None or len(text) <= width else text.split(" (95% CI")[0]
+        rows = [row.result for row in self.trials.values() if row.result is not None]
+        ok = [r for r in rows if r.status == "ok"]
+        failed = len(rows) - len(ok)
+        dead = sum(1 for r in rows if r.row.get("dead_end"))
+        parts = [f"{len(ok)} ok"] + ([f"{failed} failed"] if failed else [])
+        parts.append(f"{dead} dead end{'s' if dead != 1 else ''}")
+        head = f"{'campaign' if len(rows) > 1 else 'trial'} done: {', '.join(parts)}"
+        best = self.best_result()
+        if best is None:
+            return head
+        tok_s = f" {best.row['mean_decode_tok_s']:.1f} tok/s"
+        delta, base = best.row.get("delta_pct"), best.row.get("baseline")
+        change = f" {delta:+.1f}%" if delta is not None and base else ""
+        vs = f" vs {base}" if change else " (the baseline: nothing beat it)" if len(rows) > 1 else ""
+        wordings = [f"{head}; best {best.name}{tok_s}{change}{vs}", f"{head}; best {best.name}{tok_s}{change}",
+                    f"{head}; best {best.name}{change}"]
+        return next((w for w in wordings if width is None or len(w) <= width), wordings[-1])
+
+    def best_result(self) -> TrialResult | None:
+        """The fastest trial that worked (the ledger's figures), if any has figures."""
+        measured = [row.result for row in self.trials.values() if row.result is not None
+                    and row.result.status == "ok" and row.result.row.get("mean_decode_tok_s") is not None]
+        return max(measured, key=lambda r: r.row["mean_decode_tok_s"], default=None)
+
     def _trial_of_runs(self) -> str | None:
         return self.trial_runs[-1].trial if self.trial_runs else self.current_trial
 
@@ -164,11 +221,12 @@ class DashboardStore:
 
     def _on_ServerInfo(self, ev: ServerInfo) -> None:
         self.server_info = ev
+        self.speculating = bool(ev.speculative_algorithm) or self.server_has_acceptance
         self._bump("header", "acceptance")  # "speculation off" depends on it
 
     def _on_BenchState(self, ev: BenchState) -> None:
         self.bench_state = ev
-        self._bump("header")
+        self._bump("header", "gpus", "throughput")  # "done" may end an attach session
 
     def _on_ServerStats(self, ev: ServerStats) -> None:
         if ev.gen_throughput_tok_s is not None:
@@ -176,6 +234,7 @@ class DashboardStore:
             self._bump("throughput")
         if ev.accept_length is not None:
             self.server_has_acceptance = True
+            self.speculating = True
             self.accept_length.append(ev.accept_length)
             self._bump("acceptance")
         if ev.accept_rate is not None:
@@ -207,6 +266,7 @@ class DashboardStore:
             self.trial_runs = []
         self.trial_runs.append(ev)
         self.last_run = ev
+        self.last_run_trial = ev.trial
         self.run_tok_s.append(ev.decode_tok_s)
         self._bump("throughput", "trials")  # the ledger shows the running trial's live mean
 
@@ -257,7 +317,7 @@ class DashboardStore:
     def _on_TrialResult(self, ev: TrialResult) -> None:
         row = self.trials.setdefault(ev.name, TrialRow(ev.name))
         row.result = ev
-        self._bump("trials")
+        self._bump("trials", "header", "throughput", "gpus")  # the last row ends the campaign: its outcome shows
 
     def _on_LogLine(self, ev: LogLine) -> None:
         self.log.append(ev)

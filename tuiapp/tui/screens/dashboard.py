@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from textual import on, work
 from textual.app import ComposeResult
+from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, OptionList
@@ -28,6 +29,7 @@ TOGGLABLE = {"perf": "throughput/acceptance/latency", "gpus": "GPUs", "alerts": 
 
 
 class DashboardScreen(Screen):
+    BINDINGS = [Binding("a", "toggle_polling", "Polling", show=False)]
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
@@ -61,7 +63,6 @@ class DashboardScreen(Screen):
         self.query_one("#throughput").border_title = "decode tok/s"
         self.query_one("#acceptance").border_title = "acceptance"
         self.query_one("#latency").border_title = "latency"
-        self.query_one("#gpus").border_title = "GPUs  mem GiB · util · power · temp · PCIe B/s (history: share of link)"
         self.query_one("#log-wide").border_title = "log"
         self.query_one("#alerts").border_title = "alerts (enter: traceback)"
         self.query_one("#trials").border_title = "trials (enter: details)"
@@ -94,6 +95,9 @@ class DashboardScreen(Screen):
                 panel.paint(force)
             self._alerts.paint(force)
             self.set_class(bool(self.store.trials), "-has-trials")
+            self.set_class(self.store.speculating is False, "-spec-off")
+            self.set_class(self.store.finished, "-finished")
+            self.set_class(self._cramped(), "-cramped")
             ledger = self._ledger
             # At 80x24 a row of the ledger is worth more than its column titles.
             show_header = not (self.has_class("-short") and self.has_class("-narrow"))
@@ -103,9 +107,24 @@ class DashboardScreen(Screen):
             if self._timeline is not None:
                 self._timeline.paint(force)
 
+    def _cramped(self) -> bool:
+        """Short and narrow, with a ledger: do one row per GPU and every trial not fit?
+        (Then the GPUs take two lines; the ledger is the campaign's result.)"""
+        if not (self.has_class("-short") and self.has_class("-narrow") and self.store.trials):
+            return False
+        s = self.store
+        # header, notes, perf, the GPU rows and the alerts with their rules, the ledger, footer
+        wanted = 1 + 1 + 4 + (len(s.gpus) + 1) + min(4, len(s.alert_order) + 1) + (len(s.trials) + 1) + 1
+        return self.size.height < wanted
+
     def toggle_panel(self, panel_id: str) -> None:
         """Hide or show a panel; done with a screen class so the layout CSS stays in charge."""
         self.toggle_class(f"-hide-{panel_id}")
+
+    def action_toggle_polling(self) -> None:
+        """Show or hide the access-log lines of our own polling in the log tail."""
+        for tail in self.query(LogTail):
+            tail.hide_polling = not tail.hide_polling
 
     def set_errors_only(self, errors_only: bool) -> None:
         for tail in self.query(LogTail):

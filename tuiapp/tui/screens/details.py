@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import json
-
 from rich.text import Text
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -60,29 +58,114 @@ class AlertScreen(_DetailScreen):
                          alert_text(alert, store))
 
 
+def _table(body: Text, header: list[str], rows: list[list[str]], indent: str = "  ") -> None:
+    """Columns padded to their widest cell (plain text: copies out of a terminal as it reads)."""
+    widths = [max(len(c) for c in col) for col in zip(header, *rows, strict=True)]
+    body.append(indent + "  ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)).rstrip() + "\n", "bold")
+    for cells in rows:
+        body.append(indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() + "\n")
+
+
+def _num(value, digits: int = 2, unit: str = "") -> str:
+    return fmt.NA if value is None else f"{value:.{digits}f}{unit}"
+
+
 def trial_text(row: TrialRow, store: DashboardStore) -> Text:
+    """A trial's ledger row as a reader wants it: the result, its configuration against
+    its base, per-GPU peak memory in GiB and its alerts as a list."""
     body = Text()
-    body.append(f"phase    {row.phase}  {row.message}\n")
+    r = row.result.row if row.result else {}
+    body.append("phase    ", "bold")
+    body.append(f"{row.phase}  {row.message}".rstrip() + "\n")
     if row.result is None:
         body.append("no ledger row yet\n")
     else:
-        data = dict(row.result.row)
-        diff = data.pop("diff", None)
-        body.append(f"status   {row.result.status}\n\n", "bold")
-        body.append("diff against the baseline\n", "bold")
-        if isinstance(diff, dict) and diff:
-            for knob, change in diff.items():
-                body.append(f"  {knob}: {json.dumps(change, default=str)}\n")
+        body.append("status   ", "bold")
+        body.append(f"{row.result.status}")
+        if r.get("dead_end"):
+            body.append("  (dead end)", "bold")
+        body.append("\n")
+        if r.get("first_error"):
+            body.append("error    ", "bold")
+            body.append(f"{r['first_error']}\n")
+        base = r.get("baseline")
+        verdict = r.get("verdict") or fmt.NA
+        if r.get("delta_pct") is not None and base:
+            verdict += f": {r['delta_tok_s']:+.2f} tok/s ({r['delta_pct']:+.1f}%) vs {base}"
+            if r.get("p_value") is not None:
+                verdict += f", p={r['p_value']:.3g}"
+        body.append("verdict  ", "bold")
+        body.append(verdict + "\n\n")
+        runs = r.get("runs_decode_tok_s") or []
+        ci = r.get("ci95_decode_tok_s")
+        mean = r.get("mean_decode_tok_s")
+        decode = fmt.NA if mean is None else f"{mean:.2f} ± {_num(r.get('sd_decode_tok_s'))}" + (
+            f" (n={len(runs)})" if runs else "")
+
+        def gbs(value) -> str:
+            return fmt.NA if value is None else f"{value / 1e9:.2f} GB/s"
+
+        pcie = (f"mean {gbs(r.get('pcie_avg_bytes_s'))}, busiest GPU {gbs(r.get('pcie_peak_bytes_s'))}"
+                if r.get("pcie_avg_bytes_s") is not None else fmt.NA)
+        facts = [
+            ["decode tok/s", decode],
+            ["95% CI", f"{ci[0]:.2f}–{ci[1]:.2f}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else fmt.NA],
+            ["runs", ", ".join(f"{v:.1f}" for v in runs) or fmt.NA],
+            ["output tok/s", _num(r.get("mean_output_tok_s"))],
+            ["TTFT", fmt.ms(r.get("mean_ttft_s"))],
+            ["accept length", _num(r.get("accept_length"))],
+            ["PCIe tx+rx per GPU", pcie],
+            ["start-up", _num(r.get("startup_s"), 1, " s")],
+            ["duration", _num(r.get("duration_s"), 1, " s")],
+        ]
+        # a trial that never served has no figures: say so once instead of a column of n/a
+        facts = [f for f in facts if f[1] != fmt.NA or f[0] == "decode tok/s"]
+        _table(body, ["figure", "value"], facts, indent="")
+        if r.get("confound"):
+            body.append(f"\n{r['confound']}\n", "bold")
+        if r.get("note"):
+            body.append(f"\nnote: {r['note']}\n")
+
+        diff = r.get("diff") or {}
+        body.append("\n")
+        if r.get("is_baseline"):
+            body.append("configuration: the baseline (the others are compared with it)\n", "bold")
+        elif isinstance(diff, dict) and diff:
+            body.append(f"configuration against {base or 'its base'}\n", "bold")
+            _table(body, ["knob", base or "base", row.name],
+                   [[knob, _setting(change, 0), _setting(change, 1)] for knob, change in diff.items()])
         else:
-            body.append(f"  {json.dumps(diff, default=str) if diff else 'none'}\n")
-        body.append("\nrow\n", "bold")
-        for key, value in data.items():
-            body.append(f"  {key}: {json.dumps(value, default=str)}\n")
+            body.append(f"configuration: same as {base or 'its base'}\n", "bold")
+
+        peaks = r.get("peak_mem_bytes") or {}
+        body.append("\npeak memory per GPU (GiB)\n", "bold")
+        if peaks:
+            gpus = sorted(peaks, key=lambda k: int(k) if str(k).isdigit() else 0)
+            total = max((g.mem_total_bytes or 0 for g in store.gpus.values()), default=0)
+            _table(body, ["GPU", *map(str, gpus)], [["peak", *(fmt.gib(peaks[g]) for g in gpus)]]
+                   + ([["of", *(fmt.gib(total) for _ in gpus)]] if total else []))
+        else:
+            body.append("  n/a (no GPU sample during the trial)\n")
     alerts = [store.alerts[key] for key in row.alert_keys]
     body.append(f"\nalerts ({len(alerts)})\n", "bold")
     for alert in alerts:
-        body.append(f"  {alert.severity} {alert.alert_kind} ranks {ranks_label(alert.ranks)}: {alert.message}\n")
+        first = alert.message.splitlines()[0] if alert.message else ""
+        body.append(f"  • {fmt.clock(store.rel_s(alert.t_s))}  {alert.severity} {alert.alert_kind}, "
+                    f"ranks {ranks_label(alert.ranks)}: {first}\n")
+    if not alerts:
+        body.append("  none\n")
     return body
+
+
+def _setting(change, side: int) -> str:
+    """One side of a diff entry: ``{"baseline": a, "trial": b}`` (the ledger's) or ``[a, b]``."""
+    if isinstance(change, dict):
+        value = change.get(("baseline", "trial")[side])
+    elif isinstance(change, (list, tuple)) and len(change) == 2:
+        value = change[side]
+    else:
+        value = change if side else None
+    return "(default)" if value is None else str(value).lower() if isinstance(value, bool) else str(value)
 
 
 class TrialScreen(_DetailScreen):

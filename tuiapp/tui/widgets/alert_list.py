@@ -14,6 +14,7 @@ from textual.widgets.option_list import Option
 from tuiapp.events import Alert
 from tuiapp.tui import fmt
 from tuiapp.tui.store import DashboardStore
+from tuiapp.tui.widgets.panel import tone_style
 
 
 def ranks_label(ranks: list[int]) -> str:
@@ -49,7 +50,7 @@ class AlertList(OptionList):
         options = [Option(self._prompt(self.store.alerts[order[i]]), id=f"alert-{i}")
                    for i in reversed(range(len(order)))]
         if not options:
-            options = [Option(Text("no alerts", self.get_component_rich_style("alert-list--muted", partial=True)),
+            options = [Option(Text("no alerts", tone_style(self, "alert-list--muted")),
                               id="none", disabled=True)]
         self.set_options(options)
         if highlighted is not None and highlighted != "none":
@@ -58,8 +59,8 @@ class AlertList(OptionList):
             self.highlighted = 0
 
     def _prompt(self, alert: Alert) -> Text:
-        tone = self.get_component_rich_style(f"alert-list--{alert.severity}", partial=True)
-        muted = self.get_component_rich_style("alert-list--muted", partial=True)
+        tone = tone_style(self, f"alert-list--{alert.severity}")
+        muted = tone_style(self, "alert-list--muted")
         when = fmt.clock(self.store.rel_s(alert.t_s))
         head = f"{'ERR ' if alert.severity == 'error' else 'WARN'} {alert.alert_kind:<11}"
         text = Text(no_wrap=True, overflow="ellipsis")

@@ -1,7 +1,11 @@
 """One row per GPU: memory bar, used/total, util, power, temperature, PCIe RX/TX with history.
 
 Rendered as one Text (8 short lines) at most 4 times a second; cheaper than a DataTable,
-whose every cell update re-renders all rows (textual-style.md 2.5).
+whose every cell update re-renders all rows (textual-style.md 2.5). Given fewer rows than
+GPUs (80x24), it shows the spread over the GPUs in two lines instead. PCIe history is on a
+log scale from 10 MB/s to the link's capacity: the campaign's interesting rates (0.5 GB/s
+of a NCCL all-reduce, 15 GB/s of the custom one) sit three levels apart, where a linear
+scale would draw both at the bottom.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ MEM_WARN = 0.93
 MEM_HIGH = 0.97
 TEMP_WARN_C = 85
 _FIXED_CELLS = 49  # everything on a row except the memory bar and the two histories
+_POWER_TEMP_CELLS = 10  # dropped first on a narrow panel
+HISTORY_FLOOR_BYTES_S = 1e7  # the bottom of the log scale: idle links stay below it
 
 
 # Usable bytes/s per lane and direction after line coding (Gen1-2 8b/10b, Gen3+ 128b/130b).
@@ -51,8 +57,19 @@ class GpuTable(Panel):
     def get_content_height(self, container, viewport, width: int) -> int:
         return max(1, len(self.store.gpus))
 
+    _stale = False
+    _STALE_TONES = {"ok": "free", "warn": "free", "error": "free", "rx": "free", "tx": "free",
+                    "value": "muted", "label": "muted"}
+
+    def tone(self, name: str):
+        return super().tone(self._STALE_TONES.get(name, name) if self._stale else name)
+
+    def on_resize(self) -> None:
+        self._title()
+
     def paint(self, force: bool = False) -> None:
         super().paint(force)
+        self._title()
         subtitle = host_text(self.store.host)
         if subtitle != self._subtitle:  # setting it refreshes the whole table, changed or not
             self._subtitle = self.border_subtitle = subtitle
@@ -60,21 +77,90 @@ class GpuTable(Panel):
             self._rows = len(self.store.gpus)
             self.refresh(layout=True)
 
+    def _title(self) -> None:
+        s = self.store
+        if s.finished and s.gpus:
+            last = max(g.t_s for g in s.gpus.values())
+            title = f"GPUs  last readings, at {fmt.clock(s.rel_s(last))} (the session is over)"
+        elif 0 < self.size.height < len(self.store.gpus):
+            title = "GPUs  lowest–highest of each figure"
+        else:
+            title = (f"GPUs  mem GiB · util · power · temp · PCIe B/s now, "
+                     f"history log {fmt.rate(HISTORY_FLOOR_BYTES_S)}–{fmt.rate(self.history_ceiling())}")
+        if title != self.border_title:
+            self.border_title = title
+
+    def history_ceiling(self) -> float:
+        """Top of the history scale: the widest link, else the busiest sample seen."""
+        s = self.store
+        links = [b for b in (link_bytes_s(g) for g in s.gpus.values()) if b]
+        if links:
+            return max(links)
+        peaks = [v for hist in (*s.gpu_rx.values(), *s.gpu_tx.values()) for v in hist if v is not None]
+        return max([HISTORY_FLOOR_BYTES_S * 10, *peaks])
+
     def render(self) -> Text:
         s = self.store
         if not s.gpus:
             return Text("no GPU samples (telemetry off or not started)", self.tone("muted"))
+        # nothing reads the GPUs any more: the last readings, greyed (bars fainter than figures)
+        self._stale = s.finished
+        return self._text()
+
+    def _text(self) -> Text:
+        s = self.store
+        if 0 < self.size.height < len(s.gpus):
+            return self._summary()
         spare = max(0, self.size.width - _FIXED_CELLS)
+        power_temp = spare >= 16
+        if not power_temp:
+            spare += _POWER_TEMP_CELLS
         bar_w = max(4, spare // 3)
         hist_w = max(0, (spare - bar_w) // 2)
-        # History on the link's capacity, so a saturated link stands out; the busiest link
-        # seen sets the scale where the capacity is unknown.
-        peaks = [v for hist in (*s.gpu_rx.values(), *s.gpu_tx.values()) for v in hist if v is not None]
-        observed = max([1e6, *peaks])
-        lines = [self._row(s.gpus[i], bar_w, hist_w, link_bytes_s(s.gpus[i]) or observed) for i in sorted(s.gpus)]
+        ceiling = self.history_ceiling()
+        lines = [self._row(s.gpus[i], bar_w, hist_w, link_bytes_s(s.gpus[i]) or ceiling, power_temp)
+                 for i in sorted(s.gpus)]
         return Text("\n", no_wrap=True).join(lines)
 
-    def _row(self, g, bar_w: int, hist_w: int, ceiling: float) -> Text:
+    def _summary(self) -> Text:
+        """Two lines for all GPUs: the range of each figure and the busiest GPU's PCIe."""
+        t = self.tone
+        gpus = [self.store.gpus[i] for i in sorted(self.store.gpus)]
+
+        def spread(values, digits: int = 0, unit: str = "") -> str:
+            known = [v for v in values if v is not None]
+            if not known:
+                return fmt.NA
+            low, high = min(known), max(known)
+            return fmt.num(low, digits, unit) if low == high else f"{fmt.num(low, digits)}–{fmt.num(high, digits, unit)}"
+
+        first = Text(no_wrap=True, overflow="ellipsis")
+        first.append(f"{len(gpus)} GPUs  mem ", t("label"))
+        used = [g.mem_used_bytes / 2**30 if g.mem_used_bytes is not None else None for g in gpus]
+        total = max((g.mem_total_bytes or 0 for g in gpus), default=0)
+        fracs = [g.mem_used_bytes / g.mem_total_bytes for g in gpus if g.mem_used_bytes is not None and g.mem_total_bytes]
+        first.append(f"{spread(used, 1)}/{fmt.gib(total or None, 0)} GiB", t(mem_tone(max(fracs) if fracs else None)))
+        first.append("  util ", t("label"))
+        first.append(spread([g.util_pct for g in gpus], 0, "%"), t("value"))
+        first.append("  ", t("label"))
+        first.append(spread([g.power_w for g in gpus], 0, "W"), t("value"))
+        first.append(" ", t("label"))
+        first.append(spread([g.temp_c for g in gpus], 0, "C"), t("value"))
+        second = Text(no_wrap=True, overflow="ellipsis")
+        for label, attr, tone in (("rx", "pcie_rx_bytes_s", "rx"), ("tx", "pcie_tx_bytes_s", "tx")):
+            values = [getattr(g, attr) for g in gpus]
+            known = [(v, g.index) for v, g in zip(values, gpus, strict=True) if v is not None]
+            second.append(f"PCIe {label} ", t("label"))
+            if known:
+                top, where = max(known)
+                low = fmt.rate(min(v for v, _ in known))
+                second.append(f"{low}B/s" if low == fmt.rate(top) else f"{low}–{fmt.rate(top)}B/s", t(tone))
+                second.append(f" (max GPU {where})  ", t("muted"))
+            else:
+                second.append(f"{fmt.NA}  ", t("muted"))
+        return Text("\n", no_wrap=True).join([first, second][: max(1, self.size.height)])
+
+    def _row(self, g, bar_w: int, hist_w: int, ceiling: float, power_temp: bool = True) -> Text:
         t = self.tone
         frac = (g.mem_used_bytes / g.mem_total_bytes
                 if g.mem_used_bytes is not None and g.mem_total_bytes else None)
@@ -83,12 +169,15 @@ class GpuTable(Panel):
         used, free = fmt.bar(frac, bar_w)
         row.append(used, t(mem_tone(frac)))
         row.append(free, t("free"))
-        mem = f"{fmt.gib(g.mem_used_bytes)}/{fmt.gib(g.mem_total_bytes, 0)}G"
-        row.append(f" {mem:>10}", t(mem_tone(frac) if frac is not None and frac >= MEM_WARN else "value"))
+        mem = f"{fmt.gib(g.mem_used_bytes)}/{fmt.gib(g.mem_total_bytes, 0)}"
+        row.append(f" {mem:>9}", t(mem_tone(frac) if frac is not None and frac >= MEM_WARN
+                                   else "value" if frac is not None else "muted"))
         row.append(f" {fmt.num(g.util_pct, 0, '%'):>4}", t("value" if g.util_pct is not None else "muted"))
-        row.append(f" {fmt.num(g.power_w, 0, 'W'):>4}", t("value" if g.power_w is not None else "muted"))
-        hot = g.temp_c is not None and g.temp_c >= TEMP_WARN_C
-        row.append(f" {fmt.num(g.temp_c, 0, 'C'):>4}", t("warn" if hot else "value" if g.temp_c is not None else "muted"))
+        if power_temp:
+            row.append(f" {fmt.num(g.power_w, 0, 'W'):>4}", t("value" if g.power_w is not None else "muted"))
+            hot = g.temp_c is not None and g.temp_c >= TEMP_WARN_C
+            row.append(f" {fmt.num(g.temp_c, 0, 'C'):>4}",
+                       t("warn" if hot else "value" if g.temp_c is not None else "muted"))
         for label, value, hist, tone in (("rx", g.pcie_rx_bytes_s, self.store.gpu_rx[g.index], "rx"),
                                          ("tx", g.pcie_tx_bytes_s, self.store.gpu_tx[g.index], "tx")):
             row.append(f" {label} ", t("label"))
@@ -97,7 +186,8 @@ class GpuTable(Panel):
                         else "warn" if load >= PCIE_WARN else "value")
             row.append(f"{fmt.rate(value):>5}", t(tone_now))
             row.append(" ")
-            row.append(fmt.spark(hist, hist_w, floor=0, ceiling=ceiling), t(tone))
+            levels = fmt.log_levels(list(hist)[-hist_w:] if hist_w else [], HISTORY_FLOOR_BYTES_S, ceiling)
+            row.append(fmt.spark(levels, hist_w, floor=0, ceiling=1), t(tone))
         return row
 
 
@@ -107,7 +197,7 @@ def host_text(host) -> str:
         return ""
     parts = [f"host cpu {fmt.num(host.cpu_pct, 0)}%"]
     if host.mem_used_bytes is not None and host.mem_total_bytes:
-        parts.append(f"mem {fmt.gib(host.mem_used_bytes)}/{fmt.gib(host.mem_total_bytes, 0)}G")
+        parts.append(f"mem {fmt.gib(host.mem_used_bytes)}/{fmt.gib(host.mem_total_bytes, 0)} GiB")
     if host.server_rss_bytes is not None:
-        parts.append(f"server rss {fmt.rate(host.server_rss_bytes)}B")
+        parts.append(f"server rss {fmt.mem(host.server_rss_bytes)}")
     return " · ".join(parts)

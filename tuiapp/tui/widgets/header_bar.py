@@ -35,6 +35,28 @@ class HeaderBar(Panel):
         self.title = title
 
     def render(self) -> Text:
+        outcome = self.store.outcome(max(1, self.size.width - 7))  # 7: the badge and a space
+        if outcome is not None:
+            return self._finished(outcome)
+        return self._live()
+
+    def _finished(self, outcome: str) -> Text:
+        """The end state: what the campaign found, not the last trial's exception."""
+        s = self.store
+        first = Text(no_wrap=True, overflow="ellipsis")
+        first.append(" DONE ", self.tone("ok") + self.tone("badge"))
+        first.append(" ")
+        first.append(outcome, self.tone("value"))
+        second = Text(no_wrap=True, overflow="ellipsis")
+        total_s = s.now_t_s - s.first_t_s if s.now_t_s is not None and s.first_t_s is not None else None
+        second.append(f"{len(s.trials)} trial{'s' if len(s.trials) != 1 else ''} in ", self.tone("label"))
+        second.append(fmt.clock(total_s), self.tone("value"))
+        second.append("  ledger: enter on a row for its details", self.tone("muted"))
+        if self.size.height >= 2:
+            return Text("\n").join([first, second])
+        return first
+
+    def _live(self) -> Text:
         s = self.store
         state = s.server_state.state if s.server_state else None
         first = Text()

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+import re
+
 from rich.text import Text
 from textual.reactive import reactive
 
 from tuiapp.events import LogLine
 from tuiapp.tui import fmt
 from tuiapp.tui.widgets.panel import Panel
+
+# Access-log lines of our own polling (uvicorn: `INFO:  127.0.0.1:39906 - "GET /server_info
+# HTTP/1.1" 200 OK`): the server info every 2 s, /metrics every second, /health while starting,
+# the simulator's GPUs. They drown the server's own lines; hidden by default (key a).
+_POLLING = re.compile(r'"(?:GET|HEAD) /(?:get_)?(?:server_info|model_info|metrics|health(?:_generate)?|v1/models|sim/gpus)'
+                      r'(?:[?/ ][^"]*)?" \d{3}')
+
+
+def is_polling(line: LogLine) -> bool:
+    """A request line of our own pollers, not of the benchmark or the server's work."""
+    return line.level == "info" and '"GET /' in line.text and _POLLING.search(line.text) is not None
 
 
 def rank_tag(line: LogLine) -> str:
@@ -35,12 +48,18 @@ class LogTail(Panel):
     panel_key = "log"
     min_interval_s = 0.5  # failures reach the alert list at once; the tail may lag a tick
     errors_only: reactive[bool] = reactive(False)
+    hide_polling: reactive[bool] = reactive(True)
 
     def watch_errors_only(self) -> None:
         self.paint(force=True)
 
+    def watch_hide_polling(self) -> None:
+        self.paint(force=True)
+
     def paint(self, force: bool = False) -> None:
-        title = f"log{' - errors only' if self.errors_only else ''} errors: {self.store.log_errors}  e: filter"
+        polling = "a: show polling" if self.hide_polling else "a: hide polling"
+        title = (f"log{' - errors only' if self.errors_only else ''} errors: {self.store.log_errors}"
+                 f"  e: filter  {polling}")
         if title != self.border_title:
             self.border_title = title
         super().paint(force)
@@ -51,8 +70,9 @@ class LogTail(Panel):
     def render(self) -> Text:
         height = max(1, self.size.height)
         picked: list[LogLine] = []
+        hide = self.hide_polling
         for line in reversed(self.store.log):
-            if not self.errors_only or line.level != "info":
+            if (not self.errors_only or line.level != "info") and not (hide and is_polling(line)):
                 picked.append(line)
                 if len(picked) == height:
                     break

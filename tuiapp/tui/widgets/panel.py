@@ -57,4 +57,24 @@ class Panel(Widget):
         self.refresh(layout=force)
 
     def tone(self, name: str) -> Style:
-        return self.get_component_rich_style(f"panel--{name}", partial=True)
+        return tone_style(self, f"panel--{name}")
+
+
+def tone_style(widget: Widget, component: str) -> Style:
+    """A component class as a Rich style for text in ``widget``. The partial style alone
+    drops a colour's alpha (``$foreground 50%`` came out as the full foreground, so muted,
+    label and free text all looked alike); its colour is taken from the full style, blended
+    over the widget's background, and nothing else of the full style (not its background)."""
+    # Cached per widget, keyed by what the blend depends on (the class's own style and the
+    # widget's background, both cheap to read and always the current CSS's): the full style
+    # walks the DOM for the background (0.2 ms), and Textual's cache is cleared every repaint.
+    partial = widget.get_component_rich_style(component, partial=True)
+    if partial.color is None:  # the class sets no colour (a badge's reverse): nothing to blend
+        return partial
+    cache = widget.__dict__.setdefault("_tone_styles", {})
+    key = (component, partial, widget.styles.background)
+    style = cache.get(key)
+    if style is None:
+        full = widget.get_component_rich_style(component)
+        style = cache[key] = partial + Style(color=full.color) if full.color is not None else partial
+    return style

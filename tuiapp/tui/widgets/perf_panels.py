@@ -21,12 +21,13 @@ class _PerfPanel(Panel):
             text.append(content, self.tone(tone))
         return text
 
-    def _chart(self, label: str, values, rows: int, tone: str = "spark", **scale) -> list[Text]:
-        width = max(0, self.size.width - len(label))
-        scale.setdefault("floor", fmt.zoom_floor(list(values)[-width:]) if width else None)
+    axis_w: int = 4  # the widest series name in the panel, so stacked charts line up
+
+    def _chart(self, name: str, values, rows: int, tone: str = "spark", **scale) -> list[Text]:
+        """One series per chart, with its name and scale on a y axis in the series' colour."""
         out = []
-        for i, row in enumerate(fmt.spark_rows(values, width, rows, **scale)):
-            out.append(self._line((label if i == rows - 1 else " " * len(label), "label"), (row, tone)))
+        for axis, bars in fmt.axis_chart(values, self.size.width, rows, name, label_w=self.axis_w, **scale):
+            out.append(self._line((axis, tone), (bars, tone)))
         return out
 
     def _join(self, lines: list[Text]) -> Text:
@@ -37,30 +38,44 @@ class ThroughputPanel(_PerfPanel):
     """Decode tok/s: the latest request, the runs (mean, sd, ci95) and the server's own figure."""
 
     panel_key = "throughput"
+    axis_w = 6
 
     def render(self) -> Text:
         s = self.store
         req = s.last_request
         run = s.last_run
         mean, sd, ci95, n = s.run_stats()
-        lines = [
-            self._line(("now ", "label"), (fmt.num(req.decode_tok_s if req else None), "value"),
-                       (" tok/s  run ", "label"), (fmt.num(run.decode_tok_s if run else None), "value"),
-                       ("  server ", "label"), (fmt.num(s.server_tok_s[-1] if s.server_tok_s else None), "value")),
-            self._line(("mean ", "label"), (fmt.num(mean), "value"), ("  sd ", "label"),
-                       (fmt.num(sd, 2), "value"), ("  ci95 ", "label"),
-                       (f"{ci95[0]:.1f}–{ci95[1]:.1f}" if ci95 else fmt.NA, "value"),
-                       (f"  n={n}", "muted")),
+        # The names in the series' colours are the charts' legend.
+        best = s.best_result() if s.finished else None
+        if best is not None:  # the campaign is over: its result, not the last trial's n/a
+            row = best.row
+            lines = [
+                self._line(("best ", "label"), (best.name, "value"), ("  ", "label"),
+                           (fmt.num(row.get("mean_decode_tok_s")), "value"), (" ± ", "label"),
+                           (fmt.num(row.get("sd_decode_tok_s"), 2), "value"),
+                           (f"  n={len(row.get('runs_decode_tok_s') or [])}", "muted")),
+                self._line(("last run ", "spark"), (fmt.num(s.run_tok_s[-1] if s.run_tok_s else None), "value"),
+                           (f"  of {s.last_run_trial}" if s.last_run_trial else "", "muted")),
+            ]
+        else:
+            lines = []
+        lines = lines or [
+            self._line(("run ", "spark"), (fmt.num(run.decode_tok_s if run else None), "value"),
+                       ("  req ", "label"), (fmt.num(req.decode_tok_s if req else None), "value"),
+                       ("  server ", "rx"), (fmt.num(s.server_tok_s[-1] if s.server_tok_s else None), "value")),
+            self._line(("mean ", "label"), (fmt.num(mean), "value"), (" ± ", "label"),
+                       (fmt.num(sd, 2), "value"), (f"  n={n}", "muted"), ("  ci95 ", "label"),
+                       (f"{ci95[0]:.1f}–{ci95[1]:.1f}" if ci95 else fmt.NA, "value")),
         ]
         if req is not None and not req.ok:  # why, not just that: the latest failure's reason
             lines.append(self._line(("failed: ", "error"), (req.error or "unknown", "error")))
         rows = max(1, self.size.height - len(lines))
-        if rows >= 2 and len(s.server_tok_s) > 0:
+        if rows >= 4 and len(s.server_tok_s) > 0:
             run_rows = max(1, rows // 2)
-            lines += self._chart("runs ", s.run_tok_s, run_rows)
-            lines += self._chart("srv  ", s.server_tok_s, rows - run_rows, "rx")
+            lines += self._chart("run", s.run_tok_s, run_rows)
+            lines += self._chart("server", s.server_tok_s, rows - run_rows, "rx")
         else:
-            lines += self._chart("runs ", s.run_tok_s, rows)
+            lines += self._chart("run", s.run_tok_s, rows)
         return self._join(lines)
 
 
@@ -76,9 +91,9 @@ class AcceptancePanel(_PerfPanel):
         no_spec = s.server_info is not None and not s.server_info.speculative_algorithm
         if no_spec and length is None:
             return self._join([self._line(("speculation off", "muted"))])
-        lines = [self._line(("len ", "label"), (fmt.num(length, 2), "value"),
-                            ("  rate ", "label"), (fmt.num(rate * 100 if rate is not None else None, 0, "%"), "value"))]
-        lines += self._chart("", s.accept_length, max(1, self.size.height - 1))
+        lines = [self._line(("len ", "spark"), (fmt.num(length, 2), "value"),
+                            (" · ", "label"), (fmt.num(rate * 100 if rate is not None else None, 0, "%"), "value"))]
+        lines += self._chart("len", s.accept_length, max(1, self.size.height - 1))
         return self._join(lines)
 
 
@@ -86,20 +101,22 @@ class LatencyPanel(_PerfPanel):
     """Client-side time to first token and inter-token latency of the latest request."""
 
     panel_key = "latency"
+    axis_w = 5  # "120ms"
 
     def render(self) -> Text:
         s = self.store
         req = s.last_request
         lines = [
-            self._line(("TTFT ", "label"), (fmt.ms(req.ttft_s if req else None), "value")),
-            self._line(("ITL  ", "label"), (fmt.ms(req.itl_s if req else None), "value")),
+            self._line(("TTFT ", "spark"), (fmt.ms(req.ttft_s if req else None), "value")),
+            self._line(("ITL  ", "rx"), (fmt.ms(req.itl_s if req else None), "value")),
         ]
         rows = max(1, self.size.height - len(lines))
-        if rows >= 2:
-            lines += self._chart("ttft ", s.ttft_s, rows // 2)
-            lines += self._chart("itl  ", s.itl_s, rows - rows // 2, "rx")
+        ms = {"scale": 1000.0, "unit": "ms"}
+        if rows >= 4:
+            lines += self._chart("ttft", s.ttft_s, rows // 2, **ms)
+            lines += self._chart("itl", s.itl_s, rows - rows // 2, "rx", **ms)
         else:
-            lines += self._chart("itl  ", s.itl_s, 1)
+            lines += self._chart("itl", s.itl_s, rows, "rx", **ms)
         if req is not None and not req.ok:
             lines.insert(0, self._line(("last request failed", "error")))
         return self._join(lines)

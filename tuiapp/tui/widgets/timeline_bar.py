@@ -7,6 +7,7 @@ from textual.widget import Widget
 
 from tuiapp.controls import ReplayControls
 from tuiapp.tui import fmt
+from tuiapp.tui.widgets.panel import tone_style
 
 
 class TimelineBar(Widget):
@@ -26,7 +27,7 @@ class TimelineBar(Widget):
 
     def render(self) -> Text:
         r = self.replay
-        label = self.get_component_rich_style("timeline--label", partial=True)
+        label = tone_style(self, "timeline--label")
         text = Text(no_wrap=True)
         text.append(" ▶ play " if r.playing else " ‖ pause", label)
         text.append(f" x{r.speed:g} ".ljust(5), label)
@@ -34,6 +35,6 @@ class TimelineBar(Widget):
         width = max(0, self.size.width - len(text) - 1)
         frac = r.position_s / r.duration_s if r.duration_s > 0 else 0.0
         done = round(min(max(frac, 0.0), 1.0) * width)
-        text.append("━" * done, self.get_component_rich_style("timeline--done", partial=True))
-        text.append("─" * (width - done), self.get_component_rich_style("timeline--todo", partial=True))
+        text.append("━" * done, tone_style(self, "timeline--done"))
+        text.append("─" * (width - done), tone_style(self, "timeline--todo"))
         return text
