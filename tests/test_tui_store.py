@@ -3,6 +3,7 @@
 from pathlib import Path
 
 from tuiapp.commands.preview import read_events
+from tuiapp.common.numfmt import rate
 from tuiapp.events import (
     Alert,
     BenchSummary,
@@ -91,9 +92,10 @@ def test_replay_seek_clears_what_is_shown():
 
 
 def test_formatting_shows_none_as_na_never_zero():
-    assert fmt.num(None) == "n/a" and fmt.ms(None) == "n/a" and fmt.rate(None) == "n/a"
-    assert fmt.rate(3.2e9) == "3.2G" and fmt.rate(850e6) == "850M" and fmt.rate(950e3) == "950k"
-    assert fmt.rate(999_800) == "1.0M" and fmt.rate(99.97e6) == "100M" and fmt.ms(0.0112) == "11.2 ms"
+    assert fmt.ms(None) == "n/a" and rate(None, compact=True) == "n/a"
+    assert rate(3.2e9, compact=True) == "3.2G" and rate(850e6, compact=True) == "850M"
+    assert rate(950e3, compact=True) == "950k" and rate(999_800, compact=True) == "1.0M"
+    assert rate(99.97e6, compact=True) == "100M" and fmt.ms(0.0112) == "11.2 ms"
     assert fmt.clock(3725) == "1:02:05"
     assert fmt.spark([0, None, 8], 5, floor=0, ceiling=8) == "  ▁ █"
     assert fmt.spark_rows([0, 4, 8], 3, 2, floor=0, ceiling=8) == ["  █", "▁██"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from tuiapp.common.numfmt import NA, mem, num, rate
+
 HELP = "show each GPU's memory, utilisation, PCIe throughput, link, power and temperature once"
 
 EPILOG = """\
@@ -30,30 +32,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="seconds between the two samples (default 1.0)")
 
 
-def _fmt_mem(n: float | None) -> str:
-    """Memory in binary units, as the dashboard, CUDA and SGLang print it."""
-    if n is None:
-        return "n/a"
-    for unit, scale in (("GiB", 1024**3), ("MiB", 1024**2), ("KiB", 1024)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def _fmt_rate(n: float | None) -> str:
-    """Rates in decimal units per second, as PCIe is specified (the dashboard's too)."""
-    if n is None:
-        return "n/a"
-    for unit, scale in (("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= 0.9995 * scale:  # 999.98 kB/s is 1.0 MB/s
-            return f"{n / scale:.1f} {unit}/s"
-    return f"{n:.0f} B/s"
-
-
-def _fmt(value: object, fmt: str = "{}") -> str:
-    return "n/a" if value is None else fmt.format(value)
-
-
 def format_table(gpus: list) -> str:
     """Plain-text table, one row per GPU (n/a where NVML says NOT_SUPPORTED or it is lost)."""
     headers = ["GPU", "name", "mem used / total", "util", "PCIe TX", "PCIe RX", "method",
@@ -61,17 +39,17 @@ def format_table(gpus: list) -> str:
     rows = []
     for g in gpus:
         where = f"{g.node}:{g.index}" if g.node else str(g.index)
-        mem = f"{_fmt_mem(g.mem_used_bytes)} / {_fmt_mem(g.mem_total_bytes)}"
-        link = "n/a"
+        mem_text = f"{mem(g.mem_used_bytes)} / {mem(g.mem_total_bytes)}"
+        link = NA
         if g.pcie_gen is not None and g.pcie_width is not None:
             link = f"gen{g.pcie_gen} x{g.pcie_width}"
             if g.pcie_gen_max and g.pcie_width_max:
                 link += f" (max gen{g.pcie_gen_max} x{g.pcie_width_max})"
         rows.append([
-            where, g.name or "n/a", mem, _fmt(g.util_pct, "{:.0f}%"),
-            _fmt_rate(g.pcie_tx_bytes_s), _fmt_rate(g.pcie_rx_bytes_s),
-            g.pcie_method or "n/a", link, _fmt(g.power_w, "{:.0f} W"), _fmt(g.temp_c, "{:.0f} C"),
-            _fmt(g.sm_clock_mhz, "{} MHz"),
+            where, g.name or NA, mem_text, num(g.util_pct, ".0f", "%"),
+            rate(g.pcie_tx_bytes_s), rate(g.pcie_rx_bytes_s),
+            g.pcie_method or NA, link, num(g.power_w, ".0f", " W"), num(g.temp_c, ".0f", " C"),
+            num(g.sm_clock_mhz, "", " MHz"),
         ])
     widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h)
               for i, h in enumerate(headers)]

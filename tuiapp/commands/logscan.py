@@ -82,15 +82,14 @@ def _newest_first_order(head: bytes, stream) -> tuple[bytes, list[int]] | None:
 
 
 def _report(path: str, s: dict) -> str:
-    def num(v: float | None, unit: str = "") -> str:
-        return "n/a" if v is None else f"{v:g}{unit}"
+    from tuiapp.common.numfmt import num
 
     out = [
         f"{path}: {s['_lines']} lines",
         f"  ready:            {'yes' if s['ready'] else 'no (ready line not seen)'}",
         f"  decode lines:     {s['decode_lines']}",
-        f"  last gen tok/s:   {num(s['last_gen_throughput'])}",
-        f"  last accept len:  {num(s['last_accept_len'])}",
+        f"  last gen tok/s:   {num(s['last_gen_throughput'], 'g')}",
+        f"  last accept len:  {num(s['last_accept_len'], 'g')}",
     ]
     incidents = s["incidents"]
     if not incidents:

@@ -15,9 +15,10 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from tuiapp.common.numfmt import GIB, NA, num
 from tuiapp.common.stats import ci95, mean, sd, verdict
 from tuiapp.events import Alert, BenchState, GpuSample, RunDone, ServerState, TrialResult, _Event
-from tuiapp.record.markdown import GIB, hms, num, table
+from tuiapp.record.markdown import hms, table
 from tuiapp.record.reading import Recording
 from tuiapp.record.svg import Band
 
@@ -113,7 +114,7 @@ def trial_facts(rec: Recording, bands: list[Band], alerts: list[Alert]) -> list[
 def per_trial_section(facts: list[TrialFacts]) -> list[str]:
     def gib(value: int | None, total: int | None = None) -> str:
         if value is None:
-            return "n/a"
+            return NA
         return f"{value / GIB:.1f}" + (f" / {total / GIB:.1f}" if total else "")
 
     def gbs(value: float | None) -> str:
@@ -125,8 +126,8 @@ def per_trial_section(facts: list[TrialFacts]) -> list[str]:
         pcie = f.pcie_mean_bytes_s
         rows.append([
             f.name, f"{hms(f.x0)}-{hms(f.x1)}", str(len(f.decode)),
-            "n/a" if m is None else f"{m:.2f} ± {num(sdev)}",
-            f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "n/a",
+            NA if m is None else f"{m:.2f} ± {num(sdev)}",
+            f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else NA,
             num(mean(f.accept)), num(mean(f.ttft_s) * 1000 if f.ttft_s else None, ".1f"),
             gbs(pcie), gbs(f.pcie_peak_bytes_s), gib(f.mem_peak_bytes, f.mem_total_bytes),
             gbs(f.startup_pcie_peak_bytes_s), gib(f.startup_mem_peak_bytes),
@@ -169,7 +170,7 @@ def findings(facts: list[TrialFacts], start_t_s: float, results: list[TrialResul
         only = measured[0]
         ci = ci95(only.decode)
         out.append(f"- Decode: {mean(only.decode):.2f} tok/s mean, sd {num(sd(only.decode))}, 95% CI "
-                   + (f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else "n/a") + f" (n={len(only.decode)}).")
+                   + (f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else NA) + f" (n={len(only.decode)}).")
     else:
         best = max(measured, key=lambda f: mean(f.decode) or 0.0)
         out.append(f"- Fastest: **{best.name}**, {mean(best.decode):.2f} tok/s decode (n={len(best.decode)}).")

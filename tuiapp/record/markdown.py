@@ -4,16 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-GIB = 1024**3
-
 
 def cell(value: Any) -> str:
     text = "" if value is None else str(value)
     return text.replace("|", "\\|").replace("\n", " ").strip() or "-"
-
-
-def num(value: Any, spec: str = ".2f") -> str:
-    return format(value, spec) if isinstance(value, (int, float)) else "n/a"
 
 
 def table(head: list[str], rows: list[list[str]]) -> list[str]:

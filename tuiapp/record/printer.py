@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from typing import Any, TextIO
 
+from tuiapp.common.numfmt import GIB, num
 from tuiapp.common.stats import ci95, mean, sd
 from tuiapp.events import (
     Alert,
@@ -30,15 +31,14 @@ from tuiapp.events import (
     _Event,
 )
 
-GIB = 1024**3
+
+def _ms(value_s: float | None) -> float | None:
+    return None if value_s is None else value_s * 1000
 
 
 def _clock(t_s: float) -> str:
     return time.strftime("%H:%M:%S", time.localtime(t_s))
 
-
-def _num(x: float | None, digits: int = 1, scale: float = 1.0) -> str:
-    return "n/a" if x is None else f"{x * scale:.{digits}f}"
 
 
 def _ranks(ranks: list[int]) -> str:
@@ -56,9 +56,9 @@ def run_line(ev: RunDone) -> str:
     trial = f" trial={ev.trial}" if ev.trial else ""
     why = f" ({_short(ev.first_error)})" if ev.errors and ev.first_error else ""
     return (
-        f"#{ev.run_index}{trial} decode={_num(ev.decode_tok_s)} tok/s output={_num(ev.output_tok_s)} tok/s"
-        f" ttft={_num(ev.ttft_s, 1, 1000)} ms itl={_num(ev.itl_s, 2, 1000)} ms"
-        f" accept={_num(ev.accept_length, 2)} reqs={ev.requests} errors={ev.errors}{why}"
+        f"#{ev.run_index}{trial} decode={num(ev.decode_tok_s, '.1f')} tok/s output={num(ev.output_tok_s, '.1f')} tok/s"
+        f" ttft={num(_ms(ev.ttft_s), '.1f')} ms itl={num(_ms(ev.itl_s), '.2f')} ms"
+        f" accept={num(ev.accept_length, '.2f')} reqs={ev.requests} errors={ev.errors}{why}"
     )
 
 
@@ -177,8 +177,8 @@ class Printer:
                 ci_text = f" ci95=[{ci[0]:.1f}, {ci[1]:.1f}]" if ci else ""
                 self._print(
                     ev.t_s, "bench",
-                    f"summary{trial} runs={ev.runs} decode mean={_num(ev.mean_decode_tok_s)}"
-                    f" sd={_num(ev.sd_decode_tok_s, 2)}{ci_text} tok/s",
+                    f"summary{trial} runs={ev.runs} decode mean={num(ev.mean_decode_tok_s, '.1f')}"
+                    f" sd={num(ev.sd_decode_tok_s, '.2f')}{ci_text} tok/s",
                 )
             case BenchState():
                 self._print(ev.t_s, "bench", f"{ev.state} {ev.message}".rstrip())

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from tuiapp.common.difftext import diff_text
+from tuiapp.common.numfmt import GIB, NA, num
 from tuiapp.events import (
     Alert,
     GpuSample,
@@ -24,7 +25,7 @@ from tuiapp.events import (
     _Event,
 )
 from tuiapp.record.findings import findings, per_trial_section, phases, trial_facts
-from tuiapp.record.markdown import GIB, hms, num, table
+from tuiapp.record.markdown import hms, table
 from tuiapp.record.printer import NullStream, Printer
 from tuiapp.record.reading import Recording
 from tuiapp.record.svg import Band, Series, line_chart
@@ -140,15 +141,15 @@ def _gpu_rows(rec: Recording) -> list[list[str]]:
                 f" (max Gen{ev.pcie_gen_max} x{ev.pcie_width_max})" if ev.pcie_gen_max else "")
 
     def gib(v: Any) -> str:
-        return f"{v / GIB:.1f}" if v is not None else "n/a"
+        return f"{v / GIB:.1f}" if v is not None else NA
 
     def gbs(v: Any) -> str:
-        return f"{v / 1e9:.2f}" if v is not None else "n/a"
+        return f"{v / 1e9:.2f}" if v is not None else NA
 
     return [
-        [str(i), p["name"] or "n/a", f"{gib(p['mem'])} / {gib(p['total'])}", gbs(p["rx"]), gbs(p["tx"]),
-         f"{sum(p['util']) / len(p['util']):.0f}" if p["util"] else "n/a", gib(p["s_mem"]), gbs(p["s_rx"]),
-         p["link"] or "n/a"]
+        [str(i), p["name"] or NA, f"{gib(p['mem'])} / {gib(p['total'])}", gbs(p["rx"]), gbs(p["tx"]),
+         f"{sum(p['util']) / len(p['util']):.0f}" if p["util"] else NA, gib(p["s_mem"]), gbs(p["s_rx"]),
+         p["link"] or NA]
         for i, p in sorted(peaks.items())
     ]
 
@@ -168,9 +169,9 @@ def _ledger_rows(results: list[TrialResult]) -> list[list[str]]:
         rows.append([
             res.name, res.status,
             f"{num(mean)} ± {num(row.get('sd_decode_tok_s'))}" + (f" (n={n})" if n else ""),
-            f"{ci[0]:.2f}-{ci[1]:.2f}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else "n/a",
+            f"{ci[0]:.2f}-{ci[1]:.2f}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else NA,
             "" if delta is None else f"{delta:+.2f} ({num(row.get('delta_pct'), '+.1f')}%)",
-            row.get("verdict") or "n/a", num(row.get("accept_length")),
+            row.get("verdict") or NA, num(row.get("accept_length")),
             diff_text(row.get("diff")) or "-", "; ".join(str(x) for x in notes),
         ])
     return rows

@@ -23,6 +23,7 @@ from pydantic import BaseModel, Field
 
 from tuiapp.common import stats
 from tuiapp.common.difftext import diff_text
+from tuiapp.common.numfmt import NA, gib, num
 
 OK = "ok"
 NOT_RUN = "preflight"  # refused before launch: a plan or install problem, not an experiment
@@ -200,20 +201,16 @@ class Ledger:
             _atomic_write(csv_path, self.to_csv())
 
 
-def _fmt(value: float | None, spec: str = ".2f") -> str:
-    return "n/a" if value is None else format(value, spec)
-
-
 def _md_cells(r: LedgerRow) -> list[str]:
-    mean = "n/a" if r.mean_decode_tok_s is None else (
-        f"{r.mean_decode_tok_s:.2f} ± {_fmt(r.sd_decode_tok_s)} (n={len(r.runs_decode_tok_s)})")
-    ci = "n/a" if r.ci95_decode_tok_s is None else f"{r.ci95_decode_tok_s[0]:.2f}-{r.ci95_decode_tok_s[1]:.2f}"
-    delta = "" if r.delta_tok_s is None else f"{r.delta_tok_s:+.2f} ({_fmt(r.delta_pct, '+.1f')}%) vs {r.baseline}"
+    mean = NA if r.mean_decode_tok_s is None else (
+        f"{r.mean_decode_tok_s:.2f} ± {num(r.sd_decode_tok_s)} (n={len(r.runs_decode_tok_s)})")
+    ci = NA if r.ci95_decode_tok_s is None else f"{r.ci95_decode_tok_s[0]:.2f}-{r.ci95_decode_tok_s[1]:.2f}"
+    delta = "" if r.delta_tok_s is None else f"{r.delta_tok_s:+.2f} ({num(r.delta_pct, '+.1f')}%) vs {r.baseline}"
     if r.p_value is not None:
         delta += f" p={r.p_value:.2g}"
     mem = max(r.peak_mem_bytes.values(), default=None)
-    pcie = "n/a" if r.pcie_avg_bytes_s is None else (
-        f"{r.pcie_avg_bytes_s / 1e9:.2f}/{_fmt((r.pcie_peak_bytes_s or 0) / 1e9)}")
+    pcie = NA if r.pcie_avg_bytes_s is None else (
+        f"{r.pcie_avg_bytes_s / 1e9:.2f}/{num((r.pcie_peak_bytes_s or 0) / 1e9)}")
     notes = []
     if r.dead_end:
         notes.append("DEAD END")
@@ -224,8 +221,8 @@ def _md_cells(r: LedgerRow) -> list[str]:
         notes.append(f"confound: {len(r.knobs)} knobs changed")
     if r.share_pct is not None:
         notes.append(f"{r.share_pct:.0f}% of {r.isolates}'s gain")
-    cells = [r.name, r.status, mean, ci, delta, r.verdict or "n/a", _fmt(r.accept_length),
-             _fmt(r.startup_s, ".1f"), "n/a" if mem is None else f"{mem / 2**30:.1f}", pcie,
+    cells = [r.name, r.status, mean, ci, delta, r.verdict or NA, num(r.accept_length),
+             num(r.startup_s, ".1f"), gib(mem), pcie,
              diff_text(r.diff) or "-", "; ".join(notes)]
     return [c.replace("|", "\\|").replace("\n", " ") for c in cells]
 

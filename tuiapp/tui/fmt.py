@@ -10,15 +10,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from math import log10
 
-NA = "n/a"
+from tuiapp.common.numfmt import NA
+
 _BLOCKS = " ▁▂▃▄▅▆▇█"
-_GIB = 1024**3
-
-
-def num(value: float | None, digits: int = 1, unit: str = "") -> str:
-    if value is None:
-        return NA
-    return f"{value:.{digits}f}{unit}"
 
 
 def ms(value_s: float | None) -> str:
@@ -27,31 +21,6 @@ def ms(value_s: float | None) -> str:
         return NA
     value_ms = value_s * 1000
     return f"{value_ms:.0f} ms" if value_ms >= 100 else f"{value_ms:.1f} ms"
-
-
-def gib(value_bytes: int | float | None, digits: int = 1) -> str:
-    return NA if value_bytes is None else f"{value_bytes / _GIB:.{digits}f}"
-
-
-def mem(value_bytes: int | float | None) -> str:
-    """Memory in binary units: 25.9 MiB, 1.2 GiB."""
-    if value_bytes is None:
-        return NA
-    for unit, scale in (("GiB", _GIB), ("MiB", 1024**2), ("KiB", 1024)):
-        if value_bytes >= scale:
-            return f"{value_bytes / scale:.1f} {unit}"
-    return f"{value_bytes:.0f} B"
-
-
-def rate(value_bytes_s: float | None) -> str:
-    """A decimal byte rate in 5 characters or fewer: 950k, 12.3M, 1.2G (B/s implied)."""
-    if value_bytes_s is None:
-        return NA
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if value_bytes_s >= 0.9995 * scale:  # 999.8k rounds up to 1.0M, never 1000k
-            scaled = value_bytes_s / scale
-            return f"{scaled:.1f}{unit}" if scaled < 99.95 else f"{scaled:.0f}{unit}"
-    return f"{value_bytes_s:.0f}B"
 
 
 def clock(seconds: float | None) -> str:

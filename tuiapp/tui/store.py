@@ -12,6 +12,7 @@ import statistics
 from collections import deque
 from dataclasses import dataclass, field
 
+from tuiapp.common.numfmt import num
 from tuiapp.events import (
     Alert,
     BenchState,
@@ -38,9 +39,6 @@ LOG_LINES = 5000
 _ENDED = ("failed", "stopped")
 _LIVE_PHASES = ("preflight", "launching", "warming_up", "running", "stopping")
 
-
-def fmt_num(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.2f}"
 
 
 @dataclass
@@ -157,7 +155,7 @@ class DashboardStore:
             mean, sd, ci95, n = self.run_stats()
             text = f"benchmark done: {n} run{'s' if n != 1 else ''}"
             if mean is not None:
-                text += f", {mean:.1f} ± {fmt_num(sd)} tok/s" + (f" (95% CI {ci95[0]:.1f}–{ci95[1]:.1f})" if ci95 else "")
+                text += f", {mean:.1f} ± {num(sd)} tok/s" + (f" (95% CI {ci95[0]:.1f}–{ci95[1]:.1f})" if ci95 else "")
             return text if width is None or len(text) <= width else text.split(" (95% CI")[0]
         rows = [row.result for row in self.trials.values() if row.result is not None]
         ok = [r for r in rows if r.status == "ok"]

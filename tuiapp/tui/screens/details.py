@@ -9,6 +9,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from tuiapp.common.numfmt import gib, num
 from tuiapp.events import Alert
 from tuiapp.tui import fmt
 from tuiapp.tui.store import DashboardStore, TrialRow
@@ -66,10 +67,6 @@ def _table(body: Text, header: list[str], rows: list[list[str]], indent: str = "
         body.append(indent + "  ".join(c.ljust(w) for c, w in zip(cells, widths, strict=True)).rstrip() + "\n")
 
 
-def _num(value, digits: int = 2, unit: str = "") -> str:
-    return fmt.NA if value is None else f"{value:.{digits}f}{unit}"
-
-
 def trial_text(row: TrialRow, store: DashboardStore) -> Text:
     """A trial's ledger row as a reader wants it: the result, its configuration against
     its base, per-GPU peak memory in GiB and its alerts as a list."""
@@ -99,7 +96,7 @@ def trial_text(row: TrialRow, store: DashboardStore) -> Text:
         runs = r.get("runs_decode_tok_s") or []
         ci = r.get("ci95_decode_tok_s")
         mean = r.get("mean_decode_tok_s")
-        decode = fmt.NA if mean is None else f"{mean:.2f} ± {_num(r.get('sd_decode_tok_s'))}" + (
+        decode = fmt.NA if mean is None else f"{mean:.2f} ± {num(r.get('sd_decode_tok_s'), '.2f')}" + (
             f" (n={len(runs)})" if runs else "")
 
         def gbs(value) -> str:
@@ -111,12 +108,12 @@ def trial_text(row: TrialRow, store: DashboardStore) -> Text:
             ["decode tok/s", decode],
             ["95% CI", f"{ci[0]:.2f}–{ci[1]:.2f}" if isinstance(ci, (list, tuple)) and len(ci) == 2 else fmt.NA],
             ["runs", ", ".join(f"{v:.1f}" for v in runs) or fmt.NA],
-            ["output tok/s", _num(r.get("mean_output_tok_s"))],
+            ["output tok/s", num(r.get("mean_output_tok_s"), '.2f')],
             ["TTFT", fmt.ms(r.get("mean_ttft_s"))],
-            ["accept length", _num(r.get("accept_length"))],
+            ["accept length", num(r.get("accept_length"), '.2f')],
             ["PCIe tx+rx per GPU", pcie],
-            ["start-up", _num(r.get("startup_s"), 1, " s")],
-            ["duration", _num(r.get("duration_s"), 1, " s")],
+            ["start-up", num(r.get("startup_s"), '.1f', " s")],
+            ["duration", num(r.get("duration_s"), '.1f', " s")],
         ]
         # a trial that never served has no figures: say so once instead of a column of n/a
         facts = [f for f in facts if f[1] != fmt.NA or f[0] == "decode tok/s"]
@@ -142,8 +139,8 @@ def trial_text(row: TrialRow, store: DashboardStore) -> Text:
         if peaks:
             gpus = sorted(peaks, key=lambda k: int(k) if str(k).isdigit() else 0)
             total = max((g.mem_total_bytes or 0 for g in store.gpus.values()), default=0)
-            _table(body, ["GPU", *map(str, gpus)], [["peak", *(fmt.gib(peaks[g]) for g in gpus)]]
-                   + ([["of", *(fmt.gib(total) for _ in gpus)]] if total else []))
+            _table(body, ["GPU", *map(str, gpus)], [["peak", *(gib(peaks[g]) for g in gpus)]]
+                   + ([["of", *(gib(total) for _ in gpus)]] if total else []))
         else:
             body.append("  n/a (no GPU sample during the trial)\n")
     alerts = [store.alerts[key] for key in row.alert_keys]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from tuiapp.common.numfmt import gib, mem, num, rate
 from tuiapp.tui import fmt
 from tuiapp.tui.widgets.panel import Panel
 
@@ -86,7 +87,7 @@ class GpuTable(Panel):
             title = "GPUs  lowest–highest of each figure"
         else:
             title = (f"GPUs  mem GiB · util · power · temp · PCIe B/s now, "
-                     f"history log {fmt.rate(HISTORY_FLOOR_BYTES_S)}–{fmt.rate(self.history_ceiling())}")
+                     f"history log {rate(HISTORY_FLOOR_BYTES_S, compact=True)}–{rate(self.history_ceiling(), compact=True)}")
         if title != self.border_title:
             self.border_title = title
 
@@ -132,14 +133,14 @@ class GpuTable(Panel):
             if not known:
                 return fmt.NA
             low, high = min(known), max(known)
-            return fmt.num(low, digits, unit) if low == high else f"{fmt.num(low, digits)}–{fmt.num(high, digits, unit)}"
+            return num(low, f'.{digits}f', unit) if low == high else f"{num(low, f'.{digits}f')}–{num(high, f'.{digits}f', unit)}"
 
         first = Text(no_wrap=True, overflow="ellipsis")
         first.append(f"{len(gpus)} GPUs  mem ", t("label"))
         used = [g.mem_used_bytes / 2**30 if g.mem_used_bytes is not None else None for g in gpus]
         total = max((g.mem_total_bytes or 0 for g in gpus), default=0)
         fracs = [g.mem_used_bytes / g.mem_total_bytes for g in gpus if g.mem_used_bytes is not None and g.mem_total_bytes]
-        first.append(f"{spread(used, 1)}/{fmt.gib(total or None, 0)} GiB", t(mem_tone(max(fracs) if fracs else None)))
+        first.append(f"{spread(used, 1)}/{gib(total or None, 0)} GiB", t(mem_tone(max(fracs) if fracs else None)))
         first.append("  util ", t("label"))
         first.append(spread([g.util_pct for g in gpus], 0, "%"), t("value"))
         first.append("  ", t("label"))
@@ -153,8 +154,8 @@ class GpuTable(Panel):
             second.append(f"PCIe {label} ", t("label"))
             if known:
                 top, where = max(known)
-                low = fmt.rate(min(v for v, _ in known))
-                second.append(f"{low}B/s" if low == fmt.rate(top) else f"{low}–{fmt.rate(top)}B/s", t(tone))
+                low = rate(min(v for v, _ in known), compact=True)
+                second.append(f"{low}B/s" if low == rate(top, compact=True) else f"{low}–{rate(top, compact=True)}B/s", t(tone))
                 second.append(f" (max GPU {where})  ", t("muted"))
             else:
                 second.append(f"{fmt.NA}  ", t("muted"))
@@ -169,14 +170,14 @@ class GpuTable(Panel):
         used, free = fmt.bar(frac, bar_w)
         row.append(used, t(mem_tone(frac)))
         row.append(free, t("free"))
-        mem = f"{fmt.gib(g.mem_used_bytes)}/{fmt.gib(g.mem_total_bytes, 0)}"
+        mem = f"{gib(g.mem_used_bytes)}/{gib(g.mem_total_bytes, 0)}"
         row.append(f" {mem:>9}", t(mem_tone(frac) if frac is not None and frac >= MEM_WARN
                                    else "value" if frac is not None else "muted"))
-        row.append(f" {fmt.num(g.util_pct, 0, '%'):>4}", t("value" if g.util_pct is not None else "muted"))
+        row.append(f" {num(g.util_pct, '.0f', '%'):>4}", t("value" if g.util_pct is not None else "muted"))
         if power_temp:
-            row.append(f" {fmt.num(g.power_w, 0, 'W'):>4}", t("value" if g.power_w is not None else "muted"))
+            row.append(f" {num(g.power_w, '.0f', 'W'):>4}", t("value" if g.power_w is not None else "muted"))
             hot = g.temp_c is not None and g.temp_c >= TEMP_WARN_C
-            row.append(f" {fmt.num(g.temp_c, 0, 'C'):>4}",
+            row.append(f" {num(g.temp_c, '.0f', 'C'):>4}",
                        t("warn" if hot else "value" if g.temp_c is not None else "muted"))
         for label, value, hist, tone in (("rx", g.pcie_rx_bytes_s, self.store.gpu_rx[g.index], "rx"),
                                          ("tx", g.pcie_tx_bytes_s, self.store.gpu_tx[g.index], "tx")):
@@ -184,7 +185,7 @@ class GpuTable(Panel):
             load = value / ceiling if value is not None else None
             tone_now = ("muted" if load is None else "error" if load >= PCIE_HIGH
                         else "warn" if load >= PCIE_WARN else "value")
-            row.append(f"{fmt.rate(value):>5}", t(tone_now))
+            row.append(f"{rate(value, compact=True):>5}", t(tone_now))
             row.append(" ")
             levels = fmt.log_levels(list(hist)[-hist_w:] if hist_w else [], HISTORY_FLOOR_BYTES_S, ceiling)
             row.append(fmt.spark(levels, hist_w, floor=0, ceiling=1), t(tone))
@@ -195,9 +196,9 @@ def host_text(host) -> str:
     """The machine under the GPUs: host CPU and memory, and the server's process tree RSS."""
     if host is None:
         return ""
-    parts = [f"host cpu {fmt.num(host.cpu_pct, 0)}%"]
+    parts = [f"host cpu {num(host.cpu_pct, '.0f')}%"]
     if host.mem_used_bytes is not None and host.mem_total_bytes:
-        parts.append(f"mem {fmt.gib(host.mem_used_bytes)}/{fmt.gib(host.mem_total_bytes, 0)} GiB")
+        parts.append(f"mem {gib(host.mem_used_bytes)}/{gib(host.mem_total_bytes, 0)} GiB")
     if host.server_rss_bytes is not None:
-        parts.append(f"server rss {fmt.mem(host.server_rss_bytes)}")
+        parts.append(f"server rss {mem(host.server_rss_bytes)}")
     return " · ".join(parts)

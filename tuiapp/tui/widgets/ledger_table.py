@@ -13,6 +13,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
+from tuiapp.common.numfmt import num
 from tuiapp.tui import fmt
 from tuiapp.tui.store import DashboardStore, TrialRow
 
@@ -34,8 +35,8 @@ def row_cells(row: TrialRow, store: DashboardStore) -> dict[str, str]:
         "index": str(row.index + 1),
         "name": row.name,
         "status": status,
-        "mean": fmt.num(result.get("mean_decode_tok_s")),
-        "sd": fmt.num(result.get("sd_decode_tok_s"), 2),
+        "mean": num(result.get("mean_decode_tok_s"), '.1f'),
+        "sd": num(result.get("sd_decode_tok_s"), '.2f'),
         "delta": f"{delta:+.1f}%" if delta is not None else "",
         "verdict": str(result.get("verdict") or ("dead end" if row.result and row.result.status != "ok" else "")),
     }

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from rich.text import Text
 
+from tuiapp.common.numfmt import num
 from tuiapp.tui import fmt
 from tuiapp.tui.widgets.panel import Panel
 
@@ -51,20 +52,20 @@ class ThroughputPanel(_PerfPanel):
             row = best.row
             lines = [
                 self._line(("best ", "label"), (best.name, "value"), ("  ", "label"),
-                           (fmt.num(row.get("mean_decode_tok_s")), "value"), (" ± ", "label"),
-                           (fmt.num(row.get("sd_decode_tok_s"), 2), "value"),
+                           (num(row.get("mean_decode_tok_s"), '.1f'), "value"), (" ± ", "label"),
+                           (num(row.get("sd_decode_tok_s"), '.2f'), "value"),
                            (f"  n={len(row.get('runs_decode_tok_s') or [])}", "muted")),
-                self._line(("last run ", "spark"), (fmt.num(s.run_tok_s[-1] if s.run_tok_s else None), "value"),
+                self._line(("last run ", "spark"), (num(s.run_tok_s[-1] if s.run_tok_s else None, '.1f'), "value"),
                            (f"  of {s.last_run_trial}" if s.last_run_trial else "", "muted")),
             ]
         else:
             lines = []
         lines = lines or [
-            self._line(("run ", "spark"), (fmt.num(run.decode_tok_s if run else None), "value"),
-                       ("  req ", "label"), (fmt.num(req.decode_tok_s if req else None), "value"),
-                       ("  server ", "rx"), (fmt.num(s.server_tok_s[-1] if s.server_tok_s else None), "value")),
-            self._line(("mean ", "label"), (fmt.num(mean), "value"), (" ± ", "label"),
-                       (fmt.num(sd, 2), "value"), (f"  n={n}", "muted"), ("  ci95 ", "label"),
+            self._line(("run ", "spark"), (num(run.decode_tok_s if run else None, '.1f'), "value"),
+                       ("  req ", "label"), (num(req.decode_tok_s if req else None, '.1f'), "value"),
+                       ("  server ", "rx"), (num(s.server_tok_s[-1] if s.server_tok_s else None, '.1f'), "value")),
+            self._line(("mean ", "label"), (num(mean, '.1f'), "value"), (" ± ", "label"),
+                       (num(sd, '.2f'), "value"), (f"  n={n}", "muted"), ("  ci95 ", "label"),
                        (f"{ci95[0]:.1f}–{ci95[1]:.1f}" if ci95 else fmt.NA, "value")),
         ]
         if req is not None and not req.ok:  # why, not just that: the latest failure's reason
@@ -91,8 +92,8 @@ class AcceptancePanel(_PerfPanel):
         no_spec = s.server_info is not None and not s.server_info.speculative_algorithm
         if no_spec and length is None:
             return self._join([self._line(("speculation off", "muted"))])
-        lines = [self._line(("len ", "spark"), (fmt.num(length, 2), "value"),
-                            (" · ", "label"), (fmt.num(rate * 100 if rate is not None else None, 0, "%"), "value"))]
+        lines = [self._line(("len ", "spark"), (num(length, '.2f'), "value"),
+                            (" · ", "label"), (num(rate * 100 if rate is not None else None, '.0f', "%"), "value"))]
         lines += self._chart("len", s.accept_length, max(1, self.size.height - 1))
         return self._join(lines)
 
