@@ -8,36 +8,13 @@ import random
 import sys
 from pathlib import Path
 
+from logwatch_helpers import TS, Sink, tb  # tests/ is on the path
+
 from tuiapp.bus import EventBus
-from tuiapp.events import Alert, LogLine
+from tuiapp.events import Alert
 from tuiapp.logwatch.follow import follow_file
 from tuiapp.logwatch.lines import MAX_LINE_BYTES, TAIL_BYTES
 from tuiapp.logwatch.watcher import LogWatcher
-
-TS = "2026-01-01 12:00:00"
-
-
-def tb(rank: int, final: str) -> bytes:
-    return (f"[{TS} TP{rank}] Scheduler hit an exception: Traceback (most recent call last):\n"
-            '  File "/sglang/srt/managers/scheduler.py", line 6367, in run_scheduler_process\n'
-            "    scheduler.event_loop_overlap()\n"
-            f"{final}\n").encode()
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.events: list = []
-
-    def __call__(self, e: object) -> None:
-        self.events.append(e)
-
-    @property
-    def alerts(self) -> list[Alert]:
-        return list({e.alert_id: e for e in self.events if isinstance(e, Alert)}.values())
-
-    @property
-    def lines(self) -> list[LogLine]:
-        return [e for e in self.events if isinstance(e, LogLine)]
 
 
 def test_non_utf8_bytes_are_replaced_not_fatal() -> None:

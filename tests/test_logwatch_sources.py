@@ -8,8 +8,9 @@ import sys
 from pathlib import Path
 
 import pytest
+from logwatch_helpers import Sink, tb  # tests/ is on the path
 
-from tuiapp.events import Alert, Note
+from tuiapp.events import Alert
 from tuiapp.logwatch.sources import (
     LogSource,
     LogSourceError,
@@ -18,31 +19,6 @@ from tuiapp.logwatch.sources import (
     log_source_tasks,
     parse_source,
 )
-
-TS = "2026-01-01 12:00:00"
-
-
-def tb(rank: int, final: str) -> bytes:
-    return (f"[{TS} TP{rank}] Scheduler hit an exception: Traceback (most recent call last):\n"
-            '  File "/sglang/srt/managers/scheduler.py", line 6367, in run_scheduler_process\n'
-            "    scheduler.event_loop_overlap()\n"
-            f"{final}\n").encode()
-
-
-class Sink:
-    def __init__(self) -> None:
-        self.events: list = []
-
-    def __call__(self, e: object) -> None:
-        self.events.append(e)
-
-    @property
-    def alerts(self) -> list[Alert]:
-        return list({e.alert_id: e for e in self.events if isinstance(e, Alert)}.values())
-
-    @property
-    def notes(self) -> list[str]:
-        return [e.text for e in self.events if isinstance(e, Note)]
 
 
 async def wait_for(cond, timeout_s: float = 5.0) -> None:
