@@ -29,6 +29,7 @@ from tuiapp.events import (
     TrialState,
     _Event,
 )
+from tuiapp.server.redact import mask
 
 GIB = 1024**3
 
@@ -112,7 +113,7 @@ class Printer:
         if self.stream_error is not None:
             return
         try:
-            self.stream.write(f"{_clock(t_s)} {tag:<8} {text}\n")
+            self.stream.write(f"{_clock(t_s)} {tag:<8} {mask(text)}\n")
             self.stream.flush()
         except (OSError, ValueError) as exc:
             # stdout gone (the SSH session hung up without a redirect): keep counting for

@@ -27,6 +27,7 @@ from tuiapp.record.markdown import GIB, hms, num, table
 from tuiapp.record.printer import NullStream, Printer
 from tuiapp.record.reading import Recording
 from tuiapp.record.svg import Band, Series, line_chart
+from tuiapp.server.redact import mask
 from tuiapp.trials.ledger import diff_text
 
 
@@ -267,5 +268,5 @@ def write_report(rec: Recording, out: Path) -> list[Path]:
         path = out.parent / name
         path.write_text(svg, encoding="utf-8")
         written.append(path)
-    out.write_text(markdown, encoding="utf-8")
+    out.write_text(mask(markdown), encoding="utf-8")
     return [out, *written]

@@ -14,7 +14,7 @@ from typing import Any
 import httpx
 
 from tuiapp.events import ServerInfo
-from tuiapp.server.redact import redact_env
+from tuiapp.server.redact import redact_tree
 
 
 class ServerUnreachable(Exception):
@@ -90,5 +90,5 @@ async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeou
         speculative_num_steps=_int(server.get("speculative_num_steps")),
         speculative_eagle_topk=_int(server.get("speculative_eagle_topk")),
         speculative_num_draft_tokens=_int(server.get("speculative_num_draft_tokens")),
-        server_args=redact_env(args),
+        server_args=redact_tree(args, extra=[api_key]),
     )

@@ -29,7 +29,7 @@ from tuiapp.server.command import api_key_from, server_host, server_port, server
 from tuiapp.server.output import OutputPump
 from tuiapp.server.ports import port_in_use
 from tuiapp.server.proctree import ProcessTree
-from tuiapp.server.redact import Redactor, redact_argv, secret_values
+from tuiapp.server.redact import Redactor, known_secrets, redact_argv, remember, secret_values
 
 PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size; the default 64 KiB fills in ~30 ms at 8 ranks' burst rate
 HEALTH_POLL_S = 0.5
@@ -129,7 +129,9 @@ class ServerProcess:
         env.setdefault("PYTHONUNBUFFERED", "1")  # uvicorn's access log goes to a buffered stdout otherwise
         self._check_executable(env)
         await self._check_port()
-        redactor = Redactor([*secret_values(self.argv, env), self._api_key])
+        found = [*secret_values(self.argv, env), self._api_key]
+        remember(*found)  # the recording, the printer and the summary mask them too
+        redactor = Redactor([*found, *known_secrets()])
         log_fd = self._open_log() if self.log_path is not None else None
         read_fd, write_fd = os.pipe()
         with contextlib.suppress(OSError, AttributeError):

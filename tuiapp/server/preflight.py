@@ -305,4 +305,8 @@ def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
         last = next((ln.strip() for ln in reversed(out.splitlines()) if ln.strip()), "no output")
         return [Problem("error", "", f"cannot check flags: `{shown} --help` failed (exit {code}): {last}",
                         "is SGLang installed in this environment?")]
+    # This server's own options say which abbreviations are secret flags (`--api-ke KEY`).
+    from tuiapp.server.redact import remember, secret_values
+
+    remember(*secret_values(flags, options=options))
     return check_flags(flags, options) + missing_required(flags, out)

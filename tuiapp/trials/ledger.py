@@ -22,6 +22,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from tuiapp.bench import stats
+from tuiapp.server.redact import mask
 
 OK = "ok"
 NOT_RUN = "preflight"  # refused before launch: a plan or install problem, not an experiment
@@ -247,5 +248,5 @@ def _md_cells(r: LedgerRow) -> list[str]:
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(mask(text), encoding="utf-8")
     os.replace(tmp, path)
