@@ -126,3 +126,50 @@ def test_headless_job_survives_its_terminal_and_exits_with_its_result(tmp_path):
     assert code == 0, (tmp_path / "stderr.txt").read_text()[-3000:]
     assert "Traceback" not in (tmp_path / "stderr.txt").read_text()
     assert (tmp_path / "r.jsonl").read_text().count('"kind":"run",') == 3
+
+
+@pytest.mark.parametrize("command", ["replay", "report"])
+def test_a_directory_is_not_a_recording(command, tmp_path):
+    out = _tuiapp(command, str(tmp_path))
+    assert out.returncode == 2
+    assert _one_line(out.stderr) == f"tuiapp {command}: error: {tmp_path}: is a directory, not a recording (.jsonl or .jsonl.gz)"
+
+
+def test_demo_speed_names_the_option_the_user_typed():
+    out = _tuiapp("demo", "--speed", "0", "--headless")
+    assert out.returncode == 2
+    assert _one_line(out.stderr) == "tuiapp demo: error: --speed must be > 0"
+
+
+def test_report_into_a_missing_directory_is_an_error_and_creates_nothing(tmp_path):
+    recording = Path(__file__).parent.parent / "recordings" / "campaign.jsonl.gz"
+    target = tmp_path / "no" / "such" / "r.md"
+    out = _tuiapp("report", str(recording), "-o", str(target))
+    assert out.returncode == 2
+    assert "no directory" in _one_line(out.stderr)
+    assert not (tmp_path / "no").exists()
+
+
+def test_preflight_says_why_a_help_failed(tmp_path):
+    from tuiapp.server.preflight import preflight
+
+    starts = tmp_path / "starts-instead"
+    starts.write_text("#!/bin/sh\necho 'loading model'\necho 'listening on :8000'\n")
+    dies = tmp_path / "dies"
+    dies.write_text("#!/bin/sh\necho 'Traceback (most recent call last):'\necho \"ModuleNotFoundError: No module"
+                    " named 'sglang'\"\necho '  (some trailing noise)'\nexit 1\n")
+    for script in (starts, dies):
+        script.chmod(0o755)
+    (problem,) = preflight([str(starts), "--tp", "8"])
+    assert "printed no option list" in problem.message and "listening" not in problem.message
+    (problem,) = preflight([str(dies), "--tp", "8"])
+    assert problem.message.endswith("failed (exit 1): ModuleNotFoundError: No module named 'sglang'")
+
+
+def test_a_missing_executable_is_not_a_crash(tmp_path):
+    out = _tuiapp("launch", "--headless", "--no-preflight", "--runs", "1", "--telemetry", "off",
+                  "--log", str(tmp_path / "s.log"), "--", str(tmp_path / "no-such-server"), "--tp", "8")
+    assert out.returncode == 1
+    assert "server command not found" in out.stdout + out.stderr
+    assert "crash" not in out.stdout
+    assert "launch preflight" in out.stdout, out.stdout

@@ -40,7 +40,7 @@ def _epoch(groups: tuple[str, ...]) -> float:
     key = groups[:6]
     t = _epoch_cache.get(key)
     if t is None:
-        if len(_epoch_cache) > 4096:
+        if len(_epoch_cache) > 64:  # log lines come in time order: recent seconds suffice
             _epoch_cache.clear()
         y, mo, d, h, mi, s = (int(g) for g in key)
         # timegm rejects only a year or month out of range (a garbled line): clamp, never raise
