@@ -16,20 +16,31 @@ from collections.abc import AsyncIterator
 import httpx
 
 _MAX_HEAD_BYTES = 64 * 1024
+_READ_BYTES = 64 * 1024
 
 
-class _Conn(asyncio.Protocol):
+class _Conn(asyncio.BufferedProtocol):
+    # Buffered: the socket is read into one buffer per connection. A plain Protocol gets a new
+    # bytes object per read that asyncio allocates at 256 KiB and shrinks to the chunk (a few
+    # hundred bytes of SSE); over hours those allocations fragment the heap and RSS creeps up.
     def __init__(self) -> None:
         self.buf = bytearray()
         self.transport: asyncio.Transport | None = None
         self.closed = False
         self._waiter: asyncio.Future[None] | None = None
+        self._read = memoryview(bytearray(_READ_BYTES))
+
+    def get_buffer(self, sizehint: int) -> memoryview:
+        return self._read
+
+    def buffer_updated(self, nbytes: int) -> None:
+        self.data_received(self._read[:nbytes])
 
     # protocol callbacks
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
 
-    def data_received(self, data: bytes) -> None:
+    def data_received(self, data: bytes | memoryview) -> None:
         self.buf += data
         w = self._waiter
         if w is not None and not w.done():
