@@ -117,14 +117,17 @@ class GuardedLinuxDriver(LinuxDriver):
         if pending is None:  # a Textual without the bounded queue: nothing to guard
             writer.write(data)
             return
-        while True:
+        # A full queue is back-pressure from a slow terminal; it is only worth waiting for
+        # while the writer thread lives and nobody asked us to give up (then output is dropped).
+        while writer.is_alive() and not self._file.dead:
             try:
-                pending.put(data, timeout=_PUT_WAIT_S)
+                if self._abandoned.is_set():
+                    pending.put_nowait(data)
+                else:
+                    pending.put(data, timeout=_PUT_WAIT_S)
                 return
             except queue.Full:
-                # A full queue is back-pressure from a slow terminal; it is only worth waiting
-                # for while the writer thread lives and nobody asked us to give up.
-                if self._file.dead or self._abandoned.is_set() or not writer.is_alive():
+                if self._abandoned.is_set():
                     return
 
     def close(self) -> None:
