@@ -39,6 +39,13 @@ def slowest(paths: list[str], k: int) -> list[str]:
     return list(dict.fromkeys(found))[:k]
 
 
+def _why(out: str) -> list[str]:
+    """The first assertion or error line of a failed run, else its last line."""
+    lines = out.strip().splitlines()
+    first_e = next((ln for ln in lines if ln.startswith("E ")), None)
+    return [first_e.strip()[:200]] if first_e else (lines[-1:] or [""])
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("tests", nargs="*", help=f"test ids or files (default: {len(DEFAULT_TESTS)} process-timing tests)")
@@ -58,7 +65,7 @@ def main() -> int:
             t0 = time.monotonic()
             try:
                 proc = subprocess.run(pytest_cmd("-x", test), capture_output=True, text=True, timeout=args.timeout_s)
-                ok, tail = proc.returncode == 0, proc.stdout.strip().splitlines()[-1:] or [""]
+                ok, tail = proc.returncode == 0, _why(proc.stdout)
             except subprocess.TimeoutExpired:
                 ok, tail = False, [f"timed out after {args.timeout_s:g} s"]
             walls.append(time.monotonic() - t0)
