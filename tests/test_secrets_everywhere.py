@@ -84,3 +84,26 @@ def test_abbreviations_judged_by_the_parser_that_reads_them():
     # tuiapp's parser: --api is --api (generate|completions|chat), not --api-key
     assert redact_argv(["--api", "chat"], options=("--api", "--api-key")) == ["--api", "chat"]
     assert redact_argv(["--api-k", "abcd1234"], options=("--api", "--api-key")) == ["--api-k", "***"]
+
+
+def test_trials_plan_with_secret_flag_and_env_writes_them_nowhere(tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(f"""
+[baseline]
+name = "only"
+model = "m"
+flags = {{ tp = 8, api-ke = "{KEY}" }}
+env = {{ HF_TOKEN = "{ADMIN_KEY}" }}
+bench = {{ runs = 1, max_tokens = 8, warmup = 0 }}
+timeouts = {{ ready_s = 60, run_s = 60 }}
+""")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = _tuiapp("trials", str(plan), "--sim", "--headless", "--telemetry", "off",
+                  "--record", str(out_dir / "t.jsonl"), "--ledger", str(out_dir / "l.json"),
+                  "--ledger-md", str(out_dir / "l.md"), "--ledger-csv", str(out_dir / "l.csv"),
+                  "--log-dir", str(out_dir / "logs"))
+    assert out.returncode == 0, out.stdout[-2000:] + out.stderr[-2000:]
+    assert KEY not in out.stdout + out.stderr and ADMIN_KEY not in out.stdout + out.stderr
+    files = _assert_nowhere(out_dir, KEY, ADMIN_KEY)
+    assert {"t.jsonl", "l.json", "l.md", "l.csv", "only.log"} <= {p.name for p in files}
