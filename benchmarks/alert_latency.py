@@ -3,13 +3,15 @@
 A writer process writes an interleaved 8-rank SGLang log at --rate lines/s (Decode and
 Prefill lines, access-log lines, logged requests with decoy words, NCCL INFO, tqdm bars)
 into a file (--mode file: follow_file tails it) or a pipe (--mode pipe: LogWatcher.pump
-reads it). Now and then it writes a failure: the same traceback from 1-8 ranks a few
+reads it); --mode log and --mode log-cmd go through attach's log sources (``--log
+node1=FILE``, ``--log-cmd 'node1=tail -n0 -F FILE'``: a labelled node, so alerts also
+pass the cross-node merger). Now and then it writes a failure: the same traceback from 1-8 ranks a few
 milliseconds apart, with a tag in its exception line, and notes when each rank's record
 was written. The watcher publishes to an EventBus; a subscriber notes when each rank
 shows up in an Alert. Latency = alert on the bus - record written, per (incident, rank);
 "first" is the first alert of each incident, "all" includes the rank-list updates.
 
-    .venv/bin/python benchmarks/alert_latency.py [--mode file|pipe] [--rate 10000] [--seconds 10]
+    .venv/bin/python benchmarks/alert_latency.py [--mode file|pipe|log|log-cmd] [--rate 10000] [--seconds 10]
     .venv/bin/python benchmarks/alert_latency.py --capacity 200000   # the watcher alone, flat out
 """
 
@@ -181,7 +183,24 @@ async def measure(args: argparse.Namespace) -> dict:
     cmd = [sys.executable, __file__, "--writer", "", "--notes", str(notes_path), "--rate", str(args.rate),
            "--seconds", str(args.seconds), "--incidents-per-s", str(args.incidents_per_s), "--seed", str(args.seed)]
     watcher = None
-    if args.mode == "file":
+    if args.mode in ("log", "log-cmd"):
+        from tuiapp.logwatch.sources import LogSource, log_source_tasks
+
+        log_path = tmp / "server.log"
+        log_path.write_bytes(b"")
+        cmd[3] = str(log_path)
+        stop = asyncio.Event()
+        src = (LogSource("file", str(log_path), "node1") if args.mode == "log"
+               else LogSource("cmd", f"tail -n0 -F {log_path}", "node1"))
+        (task,) = log_source_tasks([src], bus.publish, stop)
+        follower = asyncio.create_task(task())
+        await asyncio.sleep(0.5)  # tail has started and is at the end of the (empty) file
+        proc = await asyncio.create_subprocess_exec(*cmd)
+        await proc.wait()
+        await asyncio.sleep(0.5)
+        stop.set()
+        await follower
+    elif args.mode == "file":
         log_path = tmp / "server.log"
         cmd[3] = str(log_path)
         stop = asyncio.Event()
@@ -257,7 +276,7 @@ def capacity(lines: int, seed: int) -> dict:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--mode", choices=["file", "pipe"], default="file")
+    ap.add_argument("--mode", choices=["file", "pipe", "log", "log-cmd"], default="file")
     ap.add_argument("--rate", type=float, default=10_000, help="log lines per second")
     ap.add_argument("--seconds", type=float, default=10.0)
     ap.add_argument("--incidents-per-s", type=float, default=3.0)

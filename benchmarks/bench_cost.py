@@ -5,7 +5,7 @@
 
 One run, same workload for every tool: /v1/chat/completions streaming, ~32 prompt tokens,
 ``--tokens`` output tokens (ignore_eos), ``--requests`` requests at ``--concurrency``,
-against tuiapp.bench.testserver in its own process (1 token per SSE chunk, the worst
+against tuiapp.sim.testserver in its own process (1 token per SSE chunk, the worst
 case for a client; 10 ms per step). Tokens are counted by the server (every token it
 streamed, so a tool that aborts streams at the end is not flattered), CPU by
 getrusage(RUSAGE_CHILDREN) of each tool's whole process tree (user + sys), including

@@ -2,7 +2,7 @@
 
     .venv/bin/python benchmarks/bench_fidelity.py [--server fake|sim|both] [--no-peers]
 
-A. Known pacing. Against tuiapp.bench.testserver (exact absolute schedule: a chunk every
+A. Known pacing. Against tuiapp.sim.testserver (exact absolute schedule: a chunk every
    10 ms carrying k tokens) and, when it exists, the simulator (tuiapp.sim.server, whose
    expected single-stream tok/s comes from tuiapp.sim.model.expected_tok_s): 5 runs of
    one 256-token request on /generate at concurrency 1, as the campaign's script did.
@@ -50,7 +50,7 @@ def pct(got: float, want: float) -> float:
 
 
 def part_a_fake() -> None:
-    print("A. known pacing, tuiapp.bench.testserver (10 ms per chunk), /generate, 5 runs x 1 x 256 tokens")
+    print("A. known pacing, tuiapp.sim.testserver (10 ms per chunk), /generate, 5 runs x 1 x 256 tokens")
     for k in (1, 3):
         srv = start_fake(step_ms=STEP_MS, tokens_per_chunk=k, spec=k > 1)
         try:

@@ -63,7 +63,7 @@ class Server:
 def start_fake(step_ms: float, tokens_per_chunk: int, *, spec: bool = False, prefill_ms: float = 20.0,
                cpu: int | None = None) -> Server:
     port = free_port()
-    cmd = [sys.executable, "-m", "tuiapp.bench.testserver", "--port", str(port), "--step-ms", str(step_ms),
+    cmd = [sys.executable, "-m", "tuiapp.sim.testserver", "--port", str(port), "--step-ms", str(step_ms),
            "--tokens-per-chunk", str(tokens_per_chunk), "--prefill-ms", str(prefill_ms)]
     if spec:
         cmd.append("--spec")

@@ -86,7 +86,7 @@ def main() -> None:
     if args.tui and not shutil.which("tmux"):
         parser.error("--tui needs tmux")
     from tuiapp.record.recorder import Recorder
-    from tuiapp.record.synthetic import campaign_events
+    from tuiapp.sim.synthetic import campaign_events
 
     with tempfile.TemporaryDirectory() as tmp:
         for name in ("hour.jsonl", "hour.jsonl.gz"):

@@ -1,6 +1,6 @@
 """Bytes per hour of a recording at 8 GPUs and the default rates (plain and gzip).
 
-Synthesises a simulated hour of the reference campaign's event stream (tuiapp.record.synthetic:
+Synthesises a simulated hour of the reference campaign's event stream (tuiapp.sim.synthetic:
 8 GPU samples/s, host + /metrics 1/s, TP0 Decode lines every 40 steps, per-request lines)
 and writes it through the real Recorder, as fast as it can, so an hour takes seconds;
 the recorder flushes (gzip: Z_SYNC_FLUSH) every 0.5 s of simulated time, as it does live.
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from tuiapp.events import dump_event
 from tuiapp.record.recorder import Recorder
-from tuiapp.record.synthetic import campaign_events
+from tuiapp.sim.synthetic import campaign_events
 
 LIMIT_MB_PER_HOUR = 50.0
 

@@ -1,6 +1,6 @@
 """CPU cost of the whole dashboard app, headless, fed live at the campaign's event rates.
 
-Events come from tuiapp.record.synthetic.campaign_events (8 GPUs at 1 Hz, host and /metrics
+Events come from tuiapp.sim.synthetic.campaign_events (8 GPUs at 1 Hz, host and /metrics
 at 1 Hz, ~2 decode log lines and stats a second, one request a second at concurrency 1,
 runs, trials, alerts), re-timed to the wall clock and published when due. The same pacing
 loop is measured alone first, so the app's own share can be told apart.
@@ -15,8 +15,8 @@ import asyncio
 import time
 
 from tuiapp.bus import EventBus
-from tuiapp.record.synthetic import campaign_events
 from tuiapp.session import Session
+from tuiapp.sim.synthetic import campaign_events
 
 
 def paced_source(events, t0_s: float):
@@ -50,11 +50,11 @@ async def source_only(events, seconds: float) -> float:
 async def with_app(events, seconds: float, size: tuple[int, int], theme: str) -> tuple[float, int, int]:
     from tuiapp.tui.app import DashboardApp
 
-    session = Session(title="benchmark", sources=[])
+    session = Session(title="benchmark", sources=[])  # the paced source is added once the app runs
     app = DashboardApp(session, theme=theme)
     async with app.run_test(size=size, notifications=False):
         session.sources.append(paced_source(events, time.time()))
-        app._sources = app.run_worker(session.run_sources(app._stop), group="sources")
+        app._sources = app.run_worker(session.run(app._stop), group="sources")
         cpu0 = time.process_time()
         await asyncio.sleep(seconds)
         cpu = time.process_time() - cpu0

@@ -13,7 +13,7 @@ KEY = "sk-attach-test-7f3a"
 @pytest.fixture(scope="module")
 def server_url():
     proc = subprocess.Popen(
-        [sys.executable, "-m", "tuiapp.bench.testserver", "--port", "0", "--step-ms", "2",
+        [sys.executable, "-m", "tuiapp.sim.testserver", "--port", "0", "--step-ms", "2",
          "--tokens-per-chunk", "3", "--spec", "--api-key", KEY],
         stdout=subprocess.PIPE, text=True,
     )
@@ -39,7 +39,9 @@ def test_headless_runs_summary_and_no_secret(server_url, tmp_path):
     assert set(data) == {"runs", "mean_decode_tok_s", "sd_decode_tok_s", "ci95_decode_tok_s"}
     assert len(data["runs"]) == 3
     for run in data["runs"]:
-        assert set(run) == {"decode_tok_s", "output_tok_s", "ttft_s", "itl_s", "accept_length"}
+        assert set(run) == {"decode_tok_s", "output_tok_s", "ttft_s", "itl_s", "accept_length",
+                            "errors", "first_error"}
+        assert (run["errors"], run["first_error"]) == (0, None)
         assert run["accept_length"] == 16 / 6  # 1 prefill token + 5 verify steps of 3
         assert 750 < run["decode_tok_s"] < 2250  # 3 tokens / 2 ms, loosely (shared box)
     low, high = data["ci95_decode_tok_s"]
@@ -93,8 +95,8 @@ def test_bad_input_is_one_line_usage_error(args, words):
 def test_telemetry_kind_shows_only_the_servers_gpus():
     from argparse import Namespace
 
-    from tuiapp.cli import UsageError
     from tuiapp.commands.attach import telemetry_kind
+    from tuiapp.common.errors import UsageError
 
     def kind(url, telemetry="auto", dcgm=None):
         return telemetry_kind(Namespace(telemetry=telemetry, dcgm=dcgm), url)

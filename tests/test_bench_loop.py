@@ -7,8 +7,8 @@ import pytest
 from tuiapp.bench.client import make_client, stream_request
 from tuiapp.bench.loop import BenchLoop
 from tuiapp.bench.settings import BenchSettings, Timeouts
-from tuiapp.bench.testserver import FakeSGLang
 from tuiapp.events import Alert, BenchState, BenchSummary, Note, RequestDone, RunDone
+from tuiapp.sim.testserver import FakeSGLang
 
 
 @pytest.fixture

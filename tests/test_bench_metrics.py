@@ -6,11 +6,11 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tuiapp.bench.metrics_poll import parse_metrics, parse_server_info, run_metrics_poller
-from tuiapp.bench.testserver import FakeSGLang
 from tuiapp.events import ServerStats
 from tuiapp.server.info import ServerUnreachable, fetch_server_info
+from tuiapp.server.metrics_poll import parse_metrics, parse_server_info, run_metrics_poller
 from tuiapp.sim.http import serve
+from tuiapp.sim.testserver import FakeSGLang
 
 DATA = Path(__file__).parent / "data" / "bench"
 

@@ -9,10 +9,10 @@ import asyncio
 import pytest
 
 from tuiapp.bench.loop import BenchLoop
-from tuiapp.bench.metrics_poll import run_metrics_poller
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.events import Alert, BenchState, RequestDone, RunDone, ServerStats
 from tuiapp.server.info import fetch_server_info
+from tuiapp.server.metrics_poll import run_metrics_poller
 
 sim_process = pytest.importorskip("tuiapp.sim.process")
 

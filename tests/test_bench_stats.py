@@ -1,11 +1,11 @@
-"""tuiapp.bench.stats against reference values computed with scipy 1.17.1
+"""tuiapp.common.stats against reference values computed with scipy 1.17.1
 (scipy.stats.t.ppf, scipy.stats.ttest_ind(equal_var=False), scipy.stats.t.interval)."""
 
 import math
 
 import pytest
 
-from tuiapp.bench.stats import ci95, mean, sd, t_quantile, t_sf_two_sided, verdict, welch
+from tuiapp.common.stats import ci95, mean, sd, t_quantile, t_sf_two_sided, verdict, welch
 
 CAMPAIGN_GOOD = [89.8, 89.8, 89.3, 89.3, 89.3]
 CAMPAIGN_OLD = [82.0, 82.5, 81.9, 82.2, 82.1]

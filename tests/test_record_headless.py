@@ -11,7 +11,8 @@ import sys
 from pathlib import Path
 
 from tuiapp import session
-from tuiapp.record.synthetic import campaign_events
+from tuiapp.commands import frontend
+from tuiapp.sim.synthetic import campaign_events
 
 async def synthetic(bus):
     for event in campaign_events(600):
@@ -19,7 +20,7 @@ async def synthetic(bus):
 
 s = session.Session("synthetic", sources=[synthetic], record_path=Path(sys.argv[1]),
                     header={"title": "synthetic", "argv": ["tuiapp", "demo", "--api-key", "k-12345"]})
-code = session.run(s, headless=True)
+code = frontend.run(s, headless=True)
 print("=== exit", code)
 from tuiapp.cli import main
 main(["replay", sys.argv[1], "--headless", "--summary"])

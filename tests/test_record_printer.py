@@ -55,3 +55,22 @@ def test_server_info_line_leaves_out_unknown_speculative_settings() -> None:
                         speculative_num_steps=3))
     line = out.getvalue()
     assert line.endswith(" spec=EAGLE3 steps=3\n")
+
+
+def test_nodes_first_error_cancelled_and_other_servers() -> None:
+    from tuiapp.events import RequestDone
+
+    out = io.StringIO()
+    p = Printer(out)
+    p.handle(ServerInfo(t_s=0, url="http://x", model_path="/m", engine="openai"))
+    p.handle(Alert(t_s=1, alert_kind="oom", message="CUDA out of memory", ranks=[0, 8], alert_id=7,
+                   nodes=["node1", "node2"]))
+    p.handle(RequestDone(t_s=2, run_index=0, request_index=0, ok=False, error="HTTP 500: boom"))
+    p.handle(RequestDone(t_s=3, run_index=0, request_index=1, ok=False, error="cancelled", cancelled=True))
+    p.handle(RunDone(t_s=4, run_index=0, requests=3, errors=2, duration_s=1.0, decode_tok_s=10.0,
+                     output_tok_s=9.0, first_error="HTTP 422: Unexpected fields in the request: {'x'}\nmore"))
+    text = out.getvalue()
+    assert "info     openai-compatible server model=/m" in text
+    assert "ALERT    oom error new nodes=node1,node2 ranks=0,8" in text
+    assert "errors=2 (HTTP 422: Unexpected fields in the request: {'x'} more)" in text
+    assert "1 request (1 failed, 1 cancelled)" in p.summary()

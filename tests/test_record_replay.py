@@ -198,9 +198,9 @@ async def test_corrupt_lines_are_skipped_during_replay(tmp_path: Path) -> None:
 
 
 def test_replay_command_wires_a_session_for_the_tui(tmp_path: Path, monkeypatch) -> None:
-    from tuiapp import session as session_mod
     from tuiapp.bus import EventBus
     from tuiapp.cli import main
+    from tuiapp.commands import frontend
 
     path = _record(tmp_path / "r.jsonl", [Note(t_s=T0 + g, text=str(g)) for g in (0.0, 1.0)])
     seen = {}
@@ -219,7 +219,7 @@ def test_replay_command_wires_a_session_for_the_tui(tmp_path: Path, monkeypatch)
         seen["events"] = [e.text for e in sub.drain()]
         return 0
 
-    monkeypatch.setattr(session_mod, "run", fake_run)
+    monkeypatch.setattr(frontend, "run", fake_run)
     assert main(["replay", str(path), "--speed", "64", "--theme", "nv-light"]) == 0
     assert seen["headless"] is False and seen["theme"] == "nv-light"
     replay = seen["session"].replay

@@ -4,7 +4,7 @@ from pathlib import Path
 
 from tuiapp.cli import main
 from tuiapp.record.recorder import Recorder
-from tuiapp.record.synthetic import campaign_events
+from tuiapp.sim.synthetic import campaign_events
 
 SVG = "{http://www.w3.org/2000/svg}"
 

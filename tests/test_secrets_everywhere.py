@@ -66,7 +66,7 @@ def test_attach_with_abbreviated_key_and_a_key_only_the_server_knows(tmp_path):
 
 
 def test_redact_tree_masks_values_at_every_depth():
-    from tuiapp.server.redact import redact_tree
+    from tuiapp.common.redact import redact_tree
 
     info = {"api_key": KEY, "nested": [{"launch_command": f"sglang serve --api-k {KEY} --tp 8"}],
             "note": f"key was {ADMIN_KEY}", "admin_api_key": ADMIN_KEY}
@@ -76,7 +76,7 @@ def test_redact_tree_masks_values_at_every_depth():
 
 
 def test_abbreviations_judged_by_the_parser_that_reads_them():
-    from tuiapp.server.redact import redact_argv
+    from tuiapp.common.redact import redact_argv
 
     # SGLang's parser: --api-ke and --admin-api are its secret flags
     assert redact_argv(["--api-ke", "abcd1234", "--admin-api=zzzz9999", "--tp", "8"]) == [

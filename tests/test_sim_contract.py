@@ -1,5 +1,5 @@
 """Contract tests: the simulator's requests/responses against documented shapes and, when the
-sglang wheel is importable (docs/sglang-interface.md s.6 stub trick; never a project
+sglang wheel is importable (docs/sglang-interface.md §10 stub trick; never a project
 dependency), against SGLang's own schemas: sglang.api.v1.api_types (/generate, info
 endpoints, the exact unknown-field error text) and the OpenAI protocol models.
 """

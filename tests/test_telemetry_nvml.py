@@ -32,7 +32,7 @@ def gpu_samples(events):
 def test_link_capacity_and_wrap_time_gen5_x16():
     cap = link_max_bytes_s(5, 16)
     assert cap == pytest.approx(63.0e9, rel=0.01)
-    # the doc's figure: a 32-bit counter wraps every ~72 ms at 59 GB/s
+    # docs/pcie-method.md §3's figure: a 32-bit counter wraps every ~72 ms at 59 GB/s
     assert wrap_time_s(32, 59e9) == pytest.approx(0.0728, rel=0.01)
     assert link_max_bytes_s(None, 16) == DEFAULT_LINK_BYTES_S  # unknown link: assume gen5 x16
     assert link_max_bytes_s(6, 16) > 2 * cap * 0.95

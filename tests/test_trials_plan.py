@@ -129,7 +129,7 @@ def test_check_prints_diffs_and_warning(capsys):
 def test_bench_and_timeouts_merge_field_by_field():
     plan = load_plan(DATA / "sim_short.toml")
     custom = plan.get("custom-ar")
-    assert custom.bench.max_tokens == 12 and custom.bench.runs == 3 and custom.bench.warmup == 1
+    assert custom.bench.max_new_tokens == 12 and custom.bench.runs == 3 and custom.bench.warmup_requests == 1
     assert custom.timeouts.ready_s == 60 and custom.env == {"SGLANG_FORCE_CUSTOM_ALLREDUCE": "1"}
     # built on "new": its flags, not the old baseline's
     assert custom.flags["cuda-graph-max-bs"].value == "128" and "mem-fraction-static" not in custom.flags

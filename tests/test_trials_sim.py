@@ -183,10 +183,10 @@ def test_bad_options_are_one_line_usage_errors(argv, words, capsys):
 
 async def test_stopping_the_server_from_the_ui_skips_the_trial(tmp_path):
     from tuiapp.events import TrialState
+    from tuiapp.trials.campaign import build_trials_session
     from tuiapp.trials.ledger import Ledger
     from tuiapp.trials.plan import load_plan
     from tuiapp.trials.runner import RunnerOptions
-    from tuiapp.trials.session import build_trials_session
 
     plan = load_plan(DATA / "tiny.toml")
     ledger = Ledger()
@@ -210,10 +210,10 @@ async def test_stopping_the_server_from_the_ui_skips_the_trial(tmp_path):
 
 async def test_a_ledger_that_cannot_be_written_does_not_stop_the_plan(tmp_path):
     from tuiapp.events import Note, TrialResult
+    from tuiapp.trials.campaign import build_trials_session
     from tuiapp.trials.ledger import Ledger
     from tuiapp.trials.plan import load_plan
     from tuiapp.trials.runner import RunnerOptions
-    from tuiapp.trials.session import build_trials_session
 
     plan = load_plan(DATA / "tiny.toml")
     blocker = tmp_path / "not-a-dir"

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from tuiapp.trials.campaign import build_trials_session
 from tuiapp.trials.ledger import Ledger
 from tuiapp.trials.plan import load_plan
 from tuiapp.trials.runner import RunnerOptions
-from tuiapp.trials.session import build_trials_session
 from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.widgets.ledger_table import LedgerTable
 

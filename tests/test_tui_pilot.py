@@ -3,15 +3,20 @@
 import asyncio
 from pathlib import Path
 
+from tuiapp.commands.preview import preview_session, read_events
 from tuiapp.events import Alert, LogLine, ReplaySeek, ServerState
 from tuiapp.session import Session
 from tuiapp.tui.app import DashboardApp
-from tuiapp.tui.preview import preview_session, read_events
 from tuiapp.tui.screens.details import AlertScreen, ConfirmScreen, TrialScreen
 from tuiapp.tui.widgets.alert_list import AlertList
 from tuiapp.tui.widgets.ledger_table import LedgerTable
 from tuiapp.tui.widgets.log_tail import LogTail
 from tuiapp.tui.widgets.timeline_bar import TimelineBar
+
+
+async def idle(bus) -> None:
+    """A source that publishes nothing and runs until stopped (the test drives the bus)."""
+    await asyncio.Event().wait()
 
 EVENTS = Path(__file__).parent / "data" / "tui" / "dashboard.jsonl"
 OOM = next(e for e in read_events(EVENTS) if isinstance(e, Alert) and e.alert_kind == "oom")
@@ -33,7 +38,7 @@ def prompts(app) -> list[str]:
 
 
 async def test_failure_appears_in_alerts_and_enter_opens_its_traceback():
-    session = Session(title="pilot", sources=[])
+    session = Session(title="pilot", sources=[idle])
     app = DashboardApp(session)
     async with app.run_test(size=(100, 30)) as pilot:
         bus = session.bus
@@ -91,7 +96,7 @@ async def test_log_tail_filters_to_errors():
 
 
 async def test_the_whole_log_starts_over_after_a_replay_seek():
-    session = Session(title="pilot", sources=[])
+    session = Session(title="pilot", sources=[idle])
     app = DashboardApp(session)
     async with app.run_test(size=(100, 30)) as pilot:
         session.bus.publish(LogLine(t_s=100.0, line_no=1, text="before the seek"))
@@ -192,7 +197,7 @@ class RecordingReplay:
 
 async def test_replay_keys_drive_the_replay_controls_and_the_timeline_follows():
     replay = RecordingReplay()
-    session = Session(title="replay", sources=[], replay=replay)
+    session = Session(title="replay", sources=[idle], replay=replay)
     app = DashboardApp(session)
     async with app.run_test(size=(80, 24)) as pilot:
         session.bus.publish(LogLine(t_s=1.0, line_no=1, text="x"))
@@ -248,3 +253,21 @@ async def test_number_keys_hide_panels_and_the_palette_offers_the_same():
         assert gpus.styles.display == "block"
         titles = [c.title for c in app.get_system_commands(app.dashboard)]
         assert "Toggle panel: GPUs" in titles and "Open log" in titles and "Pause/resume benchmark loop" not in titles
+
+
+async def test_failed_request_reason_and_alert_nodes_are_shown():
+    from tuiapp.events import RequestDone
+    from tuiapp.tui.widgets.perf_panels import ThroughputPanel
+
+    session = Session(title="pilot", sources=[idle])
+    app = DashboardApp(session)
+    async with app.run_test(size=(120, 34)) as pilot:
+        bus = session.bus
+        bus.publish(ServerState(t_s=OOM.t_s - 60, state="running"))
+        bus.publish(RequestDone(t_s=OOM.t_s - 1, run_index=0, request_index=0, ok=False,
+                                error="HTTP 422: Unexpected fields in the request: {'ignore_eos'}"))
+        bus.publish(OOM.model_copy(update={"ranks": [0, 8], "nodes": ["node1", "node2"]}))
+        await settle(pilot, 3)
+        panel = str(app.dashboard.query_one(ThroughputPanel).render())
+        assert "failed: HTTP 422: Unexpected fields" in panel
+        assert "node1,node2" in prompts(app)[0]

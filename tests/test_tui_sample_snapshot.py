@@ -4,10 +4,10 @@ from pathlib import Path
 
 import pytest
 
+from tuiapp.commands.preview import file_source
 from tuiapp.record.reading import read_recording
 from tuiapp.session import Session
 from tuiapp.tui.app import DashboardApp
-from tuiapp.tui.preview import file_source
 
 SAMPLE = Path(__file__).resolve().parent.parent / "recordings" / "campaign.jsonl.gz"
 EVENTS = read_recording(SAMPLE).events

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from tuiapp.commands.preview import preview_session, read_events
 from tuiapp.tui.app import DashboardApp
-from tuiapp.tui.preview import preview_session, read_events
 from tuiapp.tui.theme_files import load_themes
 
 EVENTS = Path(__file__).parent / "data" / "tui" / "dashboard.jsonl"

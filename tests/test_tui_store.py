@@ -2,6 +2,7 @@
 
 from pathlib import Path
 
+from tuiapp.commands.preview import read_events
 from tuiapp.events import (
     Alert,
     BenchSummary,
@@ -14,7 +15,6 @@ from tuiapp.events import (
     TrialState,
 )
 from tuiapp.tui import fmt
-from tuiapp.tui.preview import read_events
 from tuiapp.tui.store import DashboardStore
 
 EVENTS = Path(__file__).parent / "data" / "tui" / "dashboard.jsonl"
@@ -106,3 +106,12 @@ def test_pcie_history_scale_is_the_links_capacity_not_its_idle_generation():
     assert abs(link_bytes_s(idle_gen5) - 63.0e9) < 0.1e9
     assert link_bytes_s(GpuSample(t_s=0, index=0, pcie_gen=4, pcie_width=8)) == 1.969e9 * 8
     assert link_bytes_s(GpuSample(t_s=0, index=0)) is None
+
+
+def test_cancelled_request_is_neither_result_nor_failure():
+    from tuiapp.events import RequestDone
+
+    store = DashboardStore()
+    store.apply(RequestDone(t_s=1, run_index=0, request_index=0, ok=False, error="HTTP 422: Unexpected fields"))
+    store.apply(RequestDone(t_s=2, run_index=0, request_index=1, ok=False, error="cancelled", cancelled=True))
+    assert store.requests_failed == 1 and store.last_request.error == "HTTP 422: Unexpected fields"

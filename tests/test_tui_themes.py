@@ -1,16 +1,22 @@
 """Every themes/*.toml loads, the app starts with each, switches at run time, and errors are clear."""
 
+import asyncio
 from pathlib import Path
 
 import pytest
 from textual.color import Color
 
-from tuiapp.cli import UsageError
+from tuiapp.common.errors import UsageError
 from tuiapp.session import Session
 from tuiapp.tui import theme_files
 from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.theme_files import ThemeFileError, load_theme, load_themes, themes_dir
 from tuiapp.tui.widgets.gpu_table import GpuTable
+
+
+async def idle(bus) -> None:
+    """A source that publishes nothing and runs until stopped (the test drives the bus)."""
+    await asyncio.Event().wait()
 
 THEME_FILES = sorted(themes_dir().glob("*.toml"))
 
@@ -28,7 +34,7 @@ def test_every_theme_file_loads_and_the_required_kinds_exist():
 @pytest.mark.parametrize("path", THEME_FILES, ids=lambda p: p.stem)
 async def test_app_runs_with_each_theme_and_its_colours_reach_the_panels(path):
     theme = load_theme(path)
-    app = DashboardApp(Session(title="t", sources=[]), theme=theme.name)
+    app = DashboardApp(Session(title="t", sources=[idle]), theme=theme.name)
     async with app.run_test(size=(80, 24)):
         assert app.theme == theme.name
         error = app.dashboard.query_one(GpuTable).tone("error").color
@@ -38,7 +44,7 @@ async def test_app_runs_with_each_theme_and_its_colours_reach_the_panels(path):
 
 
 async def test_t_cycles_through_the_file_themes():
-    app = DashboardApp(Session(title="t", sources=[]), theme="nv-dark")
+    app = DashboardApp(Session(title="t", sources=[idle]), theme="nv-dark")
     async with app.run_test(size=(80, 24)) as pilot:
         seen = [app.theme]
         for _ in THEME_FILES:
@@ -49,7 +55,7 @@ async def test_t_cycles_through_the_file_themes():
 
 def test_unknown_theme_is_a_usage_error_naming_the_choices():
     with pytest.raises(UsageError, match="nv-light"):
-        DashboardApp(Session(title="t", sources=[]), theme="no-such-theme")
+        DashboardApp(Session(title="t", sources=[idle]), theme="no-such-theme")
 
 
 def test_a_bad_palette_names_the_file_and_the_field(tmp_path: Path):
@@ -59,10 +65,16 @@ def test_a_bad_palette_names_the_file_and_the_field(tmp_path: Path):
         load_theme(bad)
 
 
-def test_installed_wheel_location_wins_over_the_checkout(tmp_path: Path, monkeypatch):
-    wheel, checkout = tmp_path / "_themes", tmp_path / "themes"
-    checkout.mkdir()
-    monkeypatch.setattr(theme_files, "_CANDIDATES", (wheel, checkout))
-    assert themes_dir() == checkout
-    wheel.mkdir()
-    assert themes_dir() == wheel
+def test_the_wheel_ships_the_themes_as_package_data(tmp_path: Path):
+    # Themes are ordinary package data: a built wheel must carry every palette and layout.
+    import subprocess
+    import sys
+    import zipfile
+
+    root = Path(__file__).resolve().parent.parent
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "-q", "--no-deps", "-w", str(tmp_path), str(root)],
+                   check=True, capture_output=True, timeout=300)
+    (wheel,) = tmp_path.glob("tuiapp-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    for path in themes_dir().iterdir():
+        assert f"tuiapp/tui/themes/{path.name}" in names

@@ -15,6 +15,8 @@ import os
 import sys
 
 from tuiapp import __version__
+from tuiapp.common.errors import UsageError
+from tuiapp.common.stdio import stdout_gone
 
 COMMANDS = ["demo", "launch", "attach", "logscan", "gpus", "trials", "replay", "report"]
 
@@ -22,10 +24,6 @@ COMMANDS = ["demo", "launch", "attach", "logscan", "gpus", "trials", "replay", "
 # A process that dies of SIGPIPE exits 128 + 13 to the shell; `tuiapp logscan F | head -1`
 # ends with the same code, quietly.
 EXIT_BROKEN_PIPE = 141
-
-
-class UsageError(Exception):
-    """Bad input from the user: printed as one line, exit code 2."""
 
 
 class OneLineParser(argparse.ArgumentParser):
@@ -66,7 +64,9 @@ def long_options(command: str) -> tuple[str, ...]:
 def remember_secrets(args: argparse.Namespace) -> None:
     """Every secret given to tuiapp (``--api-key``, however abbreviated: argparse has already
     resolved it to its dest) and in a server command, so that every sink masks it by value."""
-    from tuiapp.server.redact import is_secret_name, remember, secret_values
+    from tuiapp.common.redact import is_secret_name, remember, secret_values, set_own_options
+
+    set_own_options(long_options(getattr(args, "command", None) or ""))
 
     for dest, value in vars(args).items():
         if is_secret_name(dest) and isinstance(value, str):
@@ -74,22 +74,6 @@ def remember_secrets(args: argparse.Namespace) -> None:
     server = getattr(args, "server", None)
     if isinstance(server, list):
         remember(*secret_values([str(t) for t in server], os.environ))
-
-
-def stdout_gone() -> None:
-    """Point stdout (and stderr, when it is the same dead terminal) at /dev/null, so that later
-    prints and the interpreter's final flush neither fail nor print a traceback."""
-    try:
-        devnull = os.open(os.devnull, os.O_WRONLY)
-    except OSError:
-        return
-    for fd in (1, 2):
-        try:
-            if fd == 1 or os.path.samestat(os.fstat(1), os.fstat(2)):
-                os.dup2(devnull, fd)
-        except OSError:
-            pass
-    os.close(devnull)
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,8 +1,12 @@
-"""What a UI can ask of a running session. Live and replay sessions implement different sets."""
+"""What a frontend sees of a running session, and what it can ask of it. Live and replay
+sessions implement different sets of controls."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Protocol, runtime_checkable
+
+from tuiapp.bus import EventBus
 
 
 @runtime_checkable
@@ -28,3 +32,17 @@ class ReplayControls(Protocol):
     def seek(self, position_s: float) -> None: ...
     def step(self) -> None: ...  # publish the next event while paused
     def next_alert(self) -> None: ...  # seek to just after the next Alert
+
+
+class SessionView(Protocol):
+    """A session as a frontend (the TUI) sees it: the bus to subscribe to before ``run``,
+    the controls its keys act on, and the exit code once it is done. ``tuiapp.session.Session``
+    is the one implementation; the TUI never imports it."""
+
+    title: str
+    bus: EventBus
+    controls: LiveControls | None
+    replay: ReplayControls | None
+    exit_code: int
+
+    async def run(self, stop: asyncio.Event | None = None) -> None: ...

@@ -50,6 +50,7 @@ class ServerInfo(_Event):
     kind: Literal["server_info"] = "server_info"
     url: str
     model_path: str | None = None
+    engine: str = "sglang"  # "sglang", or "openai" for another OpenAI-compatible server
     version: str | None = None
     tp_size: int | None = None
     ep_size: int | None = None
@@ -111,11 +112,12 @@ class Alert(_Event):
     traceback: str = ""
     source: str = "log"  # log | nvml | bench | launcher
     alert_id: int = 0  # same id again = an update (more ranks joined the group)
+    nodes: list[str] = Field(default_factory=list)  # labelled log sources (attach --log NODE=...) it was seen on
 
 
 # ---------------------------------------------------------------- benchmark loop
 
-BenchStateName = Literal["warming_up", "running", "paused", "waiting_server", "stopped", "done"]
+BenchStateName = Literal["warming_up", "running", "paused", "waiting_server", "stopped", "done", "failed"]
 
 
 class BenchState(_Event):
@@ -146,6 +148,7 @@ class RequestDone(_Event):
     spec_verify_ct: int | None = None
     finish_reason: str | None = None
     numerical_fault: bool = False  # finish_reason stop "NaN happened"
+    cancelled: bool = False  # cut off by our own stop (quit, SIGINT, end of runs): not a failure
 
 
 class RunDone(_Event):
@@ -155,6 +158,7 @@ class RunDone(_Event):
     run_index: int
     requests: int
     errors: int = 0
+    first_error: str | None = None  # the reason of the run's first failed request
     concurrency: int = 1
     duration_s: float
     decode_tok_s: float | None  # mean single-stream decode rate of the run's requests

@@ -1,15 +1,16 @@
-"""A session wires sources to sinks: headless (printer + recorder) or the TUI.
+"""A session wires sources to sinks: it owns the recorder, a frontend brings its own sink.
 
 A *source* is a coroutine function taking the bus; it publishes until it is done or
-cancelled. The session ends when every source has returned, or on SIGINT/SIGTERM, or when
-the UI quits; then ``on_stop`` runs (stop the server we launched) and the sinks drain.
+cancelled. The session ends when every source has returned, one calls ``finish``, or the
+frontend sets ``stop`` (quit, SIGINT/SIGTERM, a hang-up); then ``on_stop`` runs (stop the
+server we launched), the bus closes and the recorder drains. The frontend (the TUI or the
+headless printer, chosen by the command: ``tuiapp.commands.frontend``) subscribes before
+calling ``run`` and sees the session only as ``tuiapp.controls.SessionView``.
 """
 
 from __future__ import annotations
 
 import asyncio
-import signal
-import sys
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -52,9 +53,25 @@ class Session:
             name = getattr(source, "__qualname__", repr(source))
             self.bus.publish(Note(level="error", text=f"{name} stopped: {exc!r}", source="session"))
 
+    async def run(self, stop: asyncio.Event | None = None) -> None:
+        """Record (when asked), run the sources until they end, then close the bus so every
+        sink drains; the recording is complete when this returns."""
+        recording = None
+        if self.record_path is not None:
+            from tuiapp.record.recorder import Recorder  # only a recording session needs it
+
+            recorder = Recorder(self.record_path, header=self.header)
+            recording = asyncio.create_task(recorder.run(self.bus.subscribe("recorder", maxlen=100_000)))
+        try:
+            await self.run_sources(stop)
+        finally:
+            self.bus.close()
+            if recording is not None:
+                await asyncio.wait([recording], timeout=10)
+
     async def run_sources(self, stop: asyncio.Event | None = None) -> None:
         """Run every source until all return, one calls finish(), or ``stop`` is set."""
-        from tuiapp.heap import trim_heap_periodically
+        from tuiapp.common.heap import trim_heap_periodically
 
         self._finished = asyncio.Event()
         tasks = [asyncio.create_task(self._guarded(src)) for src in self.sources]
@@ -74,50 +91,3 @@ class Session:
                 end.cancel()
             if self.on_stop is not None:
                 await self.on_stop()
-
-
-def run(session: Session, *, headless: bool, theme: str | None = None) -> int:
-    if headless:
-        return asyncio.run(_run_headless(session))
-    from tuiapp.tui.app import run_app  # the only place that pulls in Textual
-
-    return run_app(session, theme=theme)
-
-
-async def _run_headless(session: Session) -> int:
-    from tuiapp.record.printer import Printer
-    from tuiapp.record.recorder import Recorder
-
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    # A headless job must outlive the SSH session that started it.
-    signal.signal(signal.SIGHUP, signal.SIG_IGN)
-
-    printer = Printer(sys.stdout)
-    sinks = [asyncio.create_task(printer.run(session.bus.subscribe("printer", maxlen=100_000)))]
-    if session.record_path is not None:
-        recorder = Recorder(session.record_path, header=session.header)
-        sinks.append(asyncio.create_task(recorder.run(session.bus.subscribe("recorder", maxlen=100_000))))
-    try:
-        await session.run_sources(stop)
-    finally:
-        session.bus.close()
-        await asyncio.gather(*sinks, return_exceptions=True)
-        _print_last(printer.summary(interrupted=stop.is_set()), gone=printer.stream_error is not None)
-    return session.exit_code
-
-
-def _print_last(text: str, *, gone: bool) -> None:
-    """The summary of a job whose terminal may be gone (an SSH drop): an EIO or a broken pipe
-    must not turn a job that succeeded into exit 1 with a traceback."""
-    from tuiapp.cli import stdout_gone
-
-    if not gone:
-        try:
-            print(text, flush=True)
-            return
-        except (OSError, ValueError):
-            pass
-    stdout_gone()  # and whatever the command prints after this goes nowhere, quietly

@@ -30,6 +30,7 @@ from tuiapp.bench.settings import ApiName, BenchSettings, Timeouts
 from tuiapp.bench.workload import Prompt
 
 NAN_MATCH = "NaN happened"
+STREAM_CUT = "stream ended before the request finished"
 _CT_KEY = b'"completion_tokens":'
 _INT = re.compile(rb"\s*(\d+)")
 
@@ -58,6 +59,9 @@ class RequestResult:
     numerical_fault: bool = False
     http_status: int | None = None
     connect_failed: bool = False  # the server could not be reached at all
+    error_body: str | None = None  # a refusal's body, to find the field it names
+    tokens_from_chunks: bool = False  # no usage in the stream: one output chunk counted as one token
+    cancelled: bool = False  # cut off by our own stop: not a failure
 
     @property
     def itl_s(self) -> float | None:
@@ -85,15 +89,22 @@ class RequestResult:
         return (n - (self.first_chunk_tokens or 1)) / (self.chunks - 1)
 
 
-def build_payload(api: ApiName, prompt: Prompt, settings: BenchSettings, model: str | None) -> bytes:
+# Fields a server may refuse (HTTP 400/422 naming one): the loop drops it and goes on.
+OPTIONAL_FIELDS = ("ignore_eos", "return_spec_tokens_details", "stream_options", "temperature")
+
+
+def build_payload(api: ApiName, prompt: Prompt, settings: BenchSettings, model: str | None,
+                  omit: frozenset[str] = frozenset()) -> bytes:
+    """``omit``: optional fields this server refused."""
     max_new = prompt.max_new_tokens or settings.max_new_tokens
     if api == "generate":
+        sampling: dict[str, Any] = {
+            "temperature": settings.temperature,
+            "max_new_tokens": max_new,
+            "ignore_eos": settings.ignore_eos,
+        }
         body: dict[str, Any] = {
-            "sampling_params": {
-                "temperature": settings.temperature,
-                "max_new_tokens": max_new,
-                "ignore_eos": settings.ignore_eos,
-            },
+            "sampling_params": {k: v for k, v in sampling.items() if k not in omit},
             "stream": True,
         }
         if prompt.input_ids is not None:
@@ -108,10 +119,13 @@ def build_payload(api: ApiName, prompt: Prompt, settings: BenchSettings, model: 
         "stream": True,
         "stream_options": {"include_usage": True},
     }
-    if settings.ignore_eos:
-        body["ignore_eos"] = True
-    if settings.spec_details:
-        body["return_spec_tokens_details"] = True
+    if settings.sglang_extensions:
+        if settings.ignore_eos:
+            body["ignore_eos"] = True
+        if settings.spec_details:
+            body["return_spec_tokens_details"] = True
+    for name in omit:
+        body.pop(name, None)
     if api == "chat":
         body["messages"] = prompt.as_messages()
     elif prompt.input_ids is not None:
@@ -209,6 +223,7 @@ async def _stream(
             if resp.status_code != 200:
                 body = await resp.aread()
                 res.error = f"HTTP {resp.status_code}: {_error_text(body)}"
+                res.error_body = body[:4096].decode("utf-8", "replace")
                 return
             if api == "generate":
                 await _read_generate(resp, res, progress, t0)
@@ -358,12 +373,10 @@ def _apply_meta(meta: Any, res: RequestResult, streamed_tokens: int) -> None:
 
 async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Progress, t0: float) -> None:
     last_chunk_s = 0.0
-    done = False
     loads = orjson.loads
     async for now, data in _sse_data(resp):
         progress.last_s = now
         if data == b"[DONE]":
-            done = True
             break
         try:
             obj = loads(data)
@@ -409,12 +422,18 @@ async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Prog
         res.accept_length = res.completion_tokens / res.spec_verify_ct
     if res.finish_reason == "abort":
         res.error = "aborted by server"
+    elif res.finish_reason is None and res.completion_tokens is None:
+        # no [DONE] is fine (transformers serve never sends it), and so is no finish reason
+        # when usage came; neither means the stream was cut (llama-cpp-python ends one
+        # with [DONE] alone, output or not, when the next request comes)
+        res.error = STREAM_CUT
     elif not res.chunks:
         res.error = "no output in stream"
     elif res.completion_tokens is None:
-        res.error = "no usage in stream (server ignored stream_options.include_usage)"
-    elif not done and res.finish_reason is None:
-        res.error = "stream ended before the request finished"
+        # no usage (stream_options refused or ignored): servers that stream one token per
+        # chunk (llama.cpp, transformers) are measured by their chunks
+        res.completion_tokens = res.chunks
+        res.tokens_from_chunks = True
     res.ok = res.error is None
 
 

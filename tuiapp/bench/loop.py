@@ -15,17 +15,28 @@ raises for a bad response.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
+import re
 import time
 from collections.abc import Callable
 from typing import Any
 
 import httpx
+import orjson
 
-from tuiapp.bench import stats
-from tuiapp.bench.client import PATHS, RequestResult, build_payload, make_client, stream_request
+from tuiapp.bench.client import (
+    OPTIONAL_FIELDS,
+    PATHS,
+    STREAM_CUT,
+    RequestResult,
+    build_payload,
+    make_client,
+    stream_request,
+)
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.bench.workload import Prompt, build
+from tuiapp.common import stats
 from tuiapp.events import Alert, BenchState, BenchSummary, Note, RequestDone, RunDone
 
 Publish = Callable[[Any], None]
@@ -67,6 +78,12 @@ class BenchLoop:
         self._outages_in_a_row = 0  # a /health that says 200 while /generate says 503 must not spin
         self._paused_total_s = 0.0
         self._paused_since: float | None = None
+        self._omit: frozenset[str] = frozenset()  # optional fields this server refused
+        self._in_flight = 0
+        self._serial = False  # the server serves one request at a time: send ours one by one
+        self._serial_lock = asyncio.Lock()
+        self._noted: set[str] = set()  # one-time notes already given
+        self.warmup_failed: str | None = None  # why every warm-up request failed
 
     # ------------------------------------------------------------ controls
 
@@ -118,6 +135,8 @@ class BenchLoop:
                     "ttft_s": r.ttft_s,
                     "itl_s": r.itl_s,
                     "accept_length": r.accept_length,
+                    "errors": r.errors,
+                    "first_error": r.first_error,
                 }
                 for r in self.results
             ],
@@ -154,6 +173,9 @@ class BenchLoop:
                     await self._back_off_after_failed_run(run)
             except _StopNow:
                 pass
+            except _WarmupFailed:
+                self._set_state("failed", f"every warm-up request failed: {self.warmup_failed}")
+                return
         self._set_state("done" if s.runs is not None and len(self.results) >= s.runs else "stopped")
 
     async def _prepare(self, client: httpx.AsyncClient) -> None:
@@ -162,8 +184,17 @@ class BenchLoop:
             self._model = await self._discover_model(client)
         if s.warmup_requests:
             self._set_state("warming_up", f"{s.warmup_requests} warm-up request(s), not counted")
+            failures: list[RequestResult] = []
             for _ in range(s.warmup_requests):
-                await self._request(client, max_new_tokens=min(32, s.max_new_tokens))
+                res = await self._request(client, max_new_tokens=min(32, s.max_new_tokens))
+                if not res.ok and not res.cancelled:
+                    failures.append(res)
+            if len(failures) == s.warmup_requests and not self._stop.is_set():
+                # a server that refuses every request will refuse every run too: say why, stop
+                self.warmup_failed = failures[0].error or "unknown error"
+                self._note("error", f"every warm-up request failed ({len(failures)} of {s.warmup_requests}):"
+                                    f" {self.warmup_failed}; stopping")
+                raise _WarmupFailed
         if s.flush_cache:
             await self._flush_cache(client)
 
@@ -181,7 +212,8 @@ class BenchLoop:
                 await self._running.wait()
                 if self._stop.is_set() or generation != self._generation:
                     return
-                res = await self._request(client)
+                res = await self._request(client, on_cancel=lambda i=req_index: self.publish(_request_event(
+                    run_index, i, RequestResult(error="cancelled: stopped by tuiapp", cancelled=True))))
                 if generation != self._generation:
                     return
                 done.append(res)
@@ -235,23 +267,80 @@ class BenchLoop:
             )
         )
 
-    async def _request(self, client: httpx.AsyncClient, max_new_tokens: int | None = None) -> RequestResult:
+    async def _request(self, client: httpx.AsyncClient, max_new_tokens: int | None = None,
+                       on_cancel: Callable[[], None] | None = None) -> RequestResult:
         """One request; while the server is unreachable, wait for it instead of failing."""
         s = self.settings
         prompt = next(self._prompt_iter)
         if max_new_tokens is not None:
             prompt = Prompt(prompt.text, prompt.input_ids, prompt.messages, max_new_tokens)
-        payload = build_payload(s.api, prompt, s, self._model)
         while True:
+            payload = build_payload(s.api, prompt, s, self._model, self._omit)
             await self._server_ok.wait()
             if self._stop.is_set():
                 raise _StopNow
-            res = await stream_request(client, self._url, s.api, payload, s.timeouts)
+            serial = self._serial_lock if self._serial else contextlib.nullcontext()
+            async with serial:
+                others = self._in_flight
+                self._in_flight += 1
+                try:
+                    res = await stream_request(client, self._url, s.api, payload, s.timeouts)
+                except asyncio.CancelledError:
+                    if on_cancel is not None:  # quit, SIGINT: a request in flight that we cut off
+                        on_cancel()
+                    raise
+                finally:
+                    self._in_flight -= 1
+            if self._stop.is_set() and not res.ok:
+                res.cancelled = True  # cut off by our own stop (e.g. the trial's server stopped)
+                return res
+            if res.http_status in (400, 422) and self._drop_refused_field(res):
+                continue
+            overlapped = others or self._in_flight
+            if res.http_status in (429, 503) and overlapped:
+                # busy, not down: a server that serves one request at a time refused the
+                # second; from now on ours go one at a time
+                self._one_at_a_time(f"refused a request while {overlapped} of ours were in flight"
+                                    f" (HTTP {res.http_status})")
+                await self._until_idle()
+                continue
+            if res.error == STREAM_CUT and overlapped:
+                # llama-cpp-python ends the running stream when the next request arrives
+                self._one_at_a_time(f"cut a stream short while {overlapped} of ours were in flight")
+            if res.tokens_from_chunks:
+                self._note_once("chunks", "warning", "the server sends no token usage: counting one token per"
+                                " streamed chunk")
             # 503: listening but not serving (SGLang while it starts): wait, do not hammer it.
             if not res.connect_failed and res.http_status != 503:
                 self._outages_in_a_row = 0
                 return res
             await self._wait_for_server(client, res.error or "cannot connect")
+
+    def _drop_refused_field(self, res: RequestResult) -> bool:
+        """A 400/422 that names optional fields we sent: stop sending them (once per field)."""
+        body = _refused_text(res.error_body or "")
+        named = [n for n in OPTIONAL_FIELDS if n not in self._omit and re.search(rf"\b{n}\b", body)]
+        if not named:
+            return False
+        self._omit = self._omit | set(named)
+        fields = ", ".join(f"'{n}'" for n in named)
+        self._note("warning", f"the server refused {fields} ({res.error}); sending requests without it")
+        return True
+
+    async def _until_idle(self) -> None:
+        while self._in_flight and not self._stop.is_set():
+            await asyncio.sleep(0.01)
+
+    def _one_at_a_time(self, what: str) -> None:
+        if not self._serial:
+            self._serial = True
+            self._note("warning", f"the server {what}: it serves one request at a time, so ours now go one at"
+                                  " a time; --concurrency 1 measures it as it is")
+
+    def _note_once(self, key: str, level: str, text: str) -> None:
+        if key not in self._noted:
+            self._noted.add(key)
+            self._note(level, text)
 
     async def _back_off_after_failed_run(self, last: RunDone | None) -> None:
         """A run where every request failed (bad model name, server rejecting everything)
@@ -264,7 +353,8 @@ class BenchLoop:
         delay_s = min(0.1 * 2**self._failed_runs, 10.0)
         self._failed_runs += 1
         if self._failed_runs == 1:
-            self._note("warning", f"every request of run {last.run_index} failed; slowing down until one succeeds")
+            self._note("warning", f"every request of run {last.run_index} failed ({last.first_error});"
+                                  " slowing down until one succeeds")
         try:
             await asyncio.wait_for(self._stop.wait(), timeout=delay_s)
         except asyncio.TimeoutError:
@@ -333,8 +423,25 @@ class BenchLoop:
         self.publish(Note(level=level, text=text, source="bench"))
 
 
+def _refused_text(body: str) -> str:
+    """Where a refusal names fields: FastAPI/pydantic's ``detail[].loc`` when it has them
+    (their ``input`` echoes the whole request, every field we sent), else the whole text."""
+    try:
+        obj = orjson.loads(body)
+    except orjson.JSONDecodeError:
+        return body
+    detail = obj.get("detail") if isinstance(obj, dict) else None
+    if isinstance(detail, list) and detail and all(isinstance(d, dict) and "loc" in d for d in detail):
+        return " ".join(str(d["loc"][-1]) for d in detail if isinstance(d["loc"], list) and d["loc"])
+    return body
+
+
 class _StopNow(Exception):
     """stop() while a worker was waiting for the server."""
+
+
+class _WarmupFailed(Exception):
+    """Every warm-up request failed: the loop ends instead of failing every run."""
 
 
 def _request_event(run_index: int, req_index: int, r: RequestResult) -> RequestDone:
@@ -357,11 +464,13 @@ def _request_event(run_index: int, req_index: int, r: RequestResult) -> RequestD
         spec_verify_ct=r.spec_verify_ct,
         finish_reason=r.finish_reason,
         numerical_fault=r.numerical_fault,
+        cancelled=r.cancelled,
     )
 
 
 def _run_event(run_index: int, done: list[RequestResult], wall_s: float, concurrency: int, trial: str | None) -> RunDone:
     good = [r for r in done if r.ok]
+    failed = [r for r in done if not r.ok and not r.cancelled]
     decode = [d for r in good if (d := r.decode_tok_s) is not None]
     tokens = sum(r.completion_tokens or 0 for r in good)
     verify = sum(r.spec_verify_ct or 0 for r in good if r.accept_length is not None)
@@ -370,7 +479,8 @@ def _run_event(run_index: int, done: list[RequestResult], wall_s: float, concurr
     return RunDone(
         run_index=run_index,
         requests=len(done),
-        errors=len(done) - len(good),
+        errors=len(failed),
+        first_error=failed[0].error if failed else None,
         concurrency=concurrency,
         duration_s=wall_s,
         decode_tok_s=stats.mean(decode),

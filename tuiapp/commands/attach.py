@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import os
 from typing import Any
 
 HELP = "attach to a running SGLang (or OpenAI-compatible) server and benchmark it continuously"
@@ -11,7 +12,7 @@ _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tuiapp.bench.cli_args import add_bench_arguments
+    from tuiapp.commands.bench_args import add_bench_arguments
 
     parser.add_argument("url", help="server base URL, e.g. http://127.0.0.1:30000")
     parser.add_argument("--api-key", metavar="KEY", help="sent as 'Authorization: Bearer KEY' (never printed or recorded)")
@@ -34,6 +35,13 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--dcgm", action="append", metavar="URL", help="a dcgm-exporter to read remote GPUs from")
     parser.add_argument("--theme", help="UI theme")
+    logs = parser.add_argument_group("server log (repeatable; NODE= labels a node of a multi-node server)")
+    logs.add_argument("--log", action="append", default=[], metavar="[NODE=]FILE",
+                      help="follow a log file the server writes (from its end; survives rotation; may not exist yet)")
+    logs.add_argument("--log-from-start", action="store_true", help="read --log files from their start first")
+    logs.add_argument("--log-cmd", action="append", default=[], metavar="'[NODE=]CMD'",
+                      help="watch the output of a shell command, restarted when it exits"
+                      " (e.g. 'docker logs -f --since 0s NAME', 'ssh n1 tail -F /path')")
     add_bench_arguments(parser)
 
 
@@ -41,7 +49,7 @@ def _settings(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
     from tuiapp.bench.settings import BenchSettings, Timeouts
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
 
     synthetic = args.input_tokens is not None  # --input-tokens 0 is an error, not "unset"
     if args.prompts and synthetic:
@@ -49,7 +57,7 @@ def _settings(args: argparse.Namespace) -> Any:
     workload = args.prompts or ("synthetic" if synthetic else "reference")
     try:
         return BenchSettings(
-            api=args.api,
+            api="generate" if args.api == "auto" else args.api,  # auto: settled by for_server
             workload=workload,
             input_tokens=args.input_tokens if synthetic else 128,
             max_new_tokens=args.max_new_tokens,
@@ -72,11 +80,21 @@ def _settings(args: argparse.Namespace) -> Any:
         raise UsageError(f"{where}: {err['msg']}") from None
 
 
+def for_server(settings: Any, info: Any, args: argparse.Namespace) -> Any:
+    """What the server that answered can take: SGLang gets /generate and its extension
+    fields; any other OpenAI-compatible server the standard chat API only."""
+    sglang = info.engine == "sglang"
+    api = args.api if args.api != "auto" else ("generate" if sglang else "chat")
+    return settings.model_copy(update={
+        "api": api, "sglang_extensions": sglang, "flush_cache": settings.flush_cache and sglang,
+    })
+
+
 def _check_url(raw: str) -> str:
     """The base URL without a trailing slash, or a one-line UsageError."""
     import httpx
 
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
 
     url = raw.rstrip("/")
     if not url.startswith(("http://", "https://")):
@@ -124,7 +142,7 @@ class AttachControls:
 
 def telemetry_kind(args: argparse.Namespace, url: str) -> str:
     """The GPU source to open: this machine's GPUs only when they are the server's."""
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
 
     if args.telemetry == "dcgm" and not args.dcgm:
         raise UsageError("--telemetry dcgm needs --dcgm URL")
@@ -148,6 +166,37 @@ def _telemetry_sources(kind: str, args: argparse.Namespace, url: str, done: Any)
     return [gpu_source, host_source] if _is_local(url) else [gpu_source]
 
 
+def log_sources(args: argparse.Namespace) -> list[Any]:
+    """--log and --log-cmd as LogSources, or a one-line UsageError."""
+    from tuiapp.common.errors import UsageError
+    from tuiapp.logwatch.sources import LogSourceError, label_sources, parse_source
+
+    try:
+        sources = [parse_source("file", v) for v in args.log] + [parse_source("cmd", v) for v in args.log_cmd]
+        sources = label_sources(sources)
+    except LogSourceError as exc:
+        raise UsageError(str(exc)) from None
+    for src in sources:
+        if src.kind == "file" and os.path.isdir(src.target):
+            raise UsageError(f"--log {src.target}: is a directory")
+    if args.log_from_start and not args.log:
+        raise UsageError("--log-from-start needs --log FILE")
+    return sources
+
+
+def _log_tasks(sources: list[Any], args: argparse.Namespace, publish: Any, done: Any) -> list[Any]:
+    if not sources:
+        return []
+    from tuiapp.logwatch.sources import log_source_tasks
+
+    def wrap(task: Any) -> Any:
+        async def log_source(_bus: Any) -> None:
+            await task()
+        return log_source
+
+    return [wrap(t) for t in log_source_tasks(sources, publish, done, from_start=args.log_from_start)]
+
+
 def run(args: argparse.Namespace) -> int:
     import asyncio
     import json
@@ -155,13 +204,13 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tuiapp.bench.loop import BenchLoop
-    from tuiapp.bench.metrics_poll import run_metrics_poller
     from tuiapp.bench.workload import WorkloadError
-    from tuiapp.cli import UsageError
+    from tuiapp.commands.frontend import run as run_session
+    from tuiapp.common.errors import UsageError
     from tuiapp.events import ServerState
     from tuiapp.server.info import ServerUnreachable, fetch_server_info
+    from tuiapp.server.metrics_poll import run_metrics_poller
     from tuiapp.session import Session
-    from tuiapp.session import run as run_session
 
     url = _check_url(args.url)
     if args.metrics_interval <= 0:
@@ -170,12 +219,14 @@ def run(args: argparse.Namespace) -> int:
         # checked now: finding out after the whole benchmark would lose its results
         raise UsageError(f"--summary: no directory {str(Path(args.summary).parent)!r}")
     settings = _settings(args)
+    sources = log_sources(args)
     telemetry = telemetry_kind(args, url)
     try:
         info = asyncio.run(fetch_server_info(url, api_key=args.api_key, timeout_s=args.connect_timeout + 5))
     except ServerUnreachable as exc:
         print(f"tuiapp attach: error: {exc}", file=sys.stderr)
         return 1
+    settings = for_server(settings, info, args)
 
     session = Session(
         title=f"attach {url}",
@@ -212,10 +263,15 @@ def run(args: argparse.Namespace) -> int:
             bus.publish, url, api_key=args.api_key, interval_s=args.metrics_interval, stop=done
         )
 
-    session.sources = [bench_source, metrics_source]
+    # /metrics and /server_info are SGLang's; another server would answer 404 (or, serving
+    # one request at a time, queue the poll behind a benchmark request)
+    session.sources = [bench_source, metrics_source] if info.engine == "sglang" else [bench_source]
     session.sources += _telemetry_sources(telemetry, args, url, done)
+    session.sources += _log_tasks(sources, args, session.bus.publish, done)
 
     code = run_session(session, headless=args.headless, theme=args.theme)
+    if loop.warmup_failed:
+        print(f"tuiapp attach: error: every warm-up request failed: {loop.warmup_failed}", file=sys.stderr)
     if args.summary:
         try:
             Path(args.summary).write_text(json.dumps(loop.summary(), indent=2) + "\n")

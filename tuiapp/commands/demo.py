@@ -37,8 +37,8 @@ def trials_args(args: argparse.Namespace) -> argparse.Namespace:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuiapp.cli import UsageError
     from tuiapp.commands import trials
+    from tuiapp.common.errors import UsageError
 
     if not 0 < args.speed < float("inf"):  # checked here: trials would name its own --sim-speed
         raise UsageError("--speed must be > 0")

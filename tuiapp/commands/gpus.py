@@ -73,7 +73,7 @@ def run(args: argparse.Namespace) -> int:
 
     import orjson
 
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
     from tuiapp.telemetry import open_backend, take_snapshot
 
     if not 0.05 <= args.interval <= 60:

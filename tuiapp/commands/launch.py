@@ -13,7 +13,7 @@ HELP = "launch an SGLang server (default: python -m sglang.launch_server ...), w
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
-    from tuiapp.bench.cli_args import add_bench_arguments
+    from tuiapp.commands.bench_args import add_bench_arguments
 
     parser.add_argument("server", nargs=argparse.REMAINDER, metavar="-- SERVER_COMMAND",
                         help="the server command after '--'; flags alone are appended to "
@@ -61,11 +61,12 @@ def _log_beside(record) -> object:
 def _single_trial(argv: list[str], args: argparse.Namespace):
     from pathlib import Path
 
-    from tuiapp.cli import UsageError
+    from tuiapp.bench.settings import BenchSettings
+    from tuiapp.common.errors import UsageError
     from tuiapp.server.command import server_url
     from tuiapp.server.preflight import split_command
     from tuiapp.trials.flags import parse_tokens
-    from tuiapp.trials.plan import BenchSpec, TimeoutSpec, TrialConfig
+    from tuiapp.trials.plan import TimeoutSpec, TrialConfig
 
     command, flag_tokens = split_command(argv)
     try:
@@ -84,19 +85,20 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
         raise UsageError("--ready-timeout must be > 0")
     if args.prompts and not Path(args.prompts).is_file():
         raise UsageError(f"--prompts {args.prompts}: no such file")
-    bench = BenchSpec(runs=args.runs, prompts=args.requests_per_run or args.concurrency,
-                      concurrency=args.concurrency, max_tokens=args.max_new_tokens, warmup=args.warmup,
-                      api=args.api, workload=args.prompts or "reference")
+    bench = BenchSettings(runs=args.runs, requests_per_run=args.requests_per_run, concurrency=args.concurrency,
+                          max_new_tokens=args.max_new_tokens, warmup_requests=args.warmup,
+                          api="generate" if args.api == "auto" else args.api,  # we launch SGLang
+                          workload=args.prompts or "reference")
     return TrialConfig(name=args.name, command=tuple(command), flags=flags, env={}, bench=bench,
                        timeouts=TimeoutSpec(ready_s=args.ready_timeout, run_s=None), is_baseline=True)
 
 
 def run_single_trial(trial, args: argparse.Namespace, *, record_path, log_path, preflight: bool) -> int:
-    from tuiapp.session import run as run_session
+    from tuiapp.commands.frontend import run as run_session
+    from tuiapp.trials.campaign import build_trials_session
     from tuiapp.trials.ledger import Ledger
     from tuiapp.trials.plan import Plan
     from tuiapp.trials.runner import RunnerOptions
-    from tuiapp.trials.session import build_trials_session
 
     plan = Plan(path=log_path, name=trial.name, description="", baseline=trial, trials=[])
     options = RunnerOptions(telemetry=args.telemetry, log_file=log_path, preflight=preflight)

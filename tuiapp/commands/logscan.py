@@ -16,7 +16,7 @@ def scan_file(path: str) -> dict:
     """The watcher's summary of a whole file (read in chunks, so any size works)."""
     import sys
 
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
     from tuiapp.logwatch.watcher import LogWatcher
 
     watcher = LogWatcher(lambda _event: None, log_lines=False)

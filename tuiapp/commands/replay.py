@@ -17,7 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
     from tuiapp.record.reading import RecordingError
 
     if not 1.0 <= args.speed <= 64.0:
@@ -71,14 +71,15 @@ def _headless(args: argparse.Namespace) -> int:
 
 
 def _tui(args: argparse.Namespace) -> int:
-    from tuiapp import session as session_mod
+    from tuiapp.commands.frontend import run as run_session
     from tuiapp.record.replay import ReplaySource
+    from tuiapp.session import Session
 
     replay = ReplaySource(args.file, follow=args.follow, speed=args.speed)
-    session = session_mod.Session(
+    session = Session(
         title=f"replay: {replay.title}", sources=[replay.run], replay=replay, header=dict(replay.header)
     )
     try:
-        return session_mod.run(session, headless=False, theme=args.theme)
+        return run_session(session, headless=False, theme=args.theme)
     finally:
         replay.close()

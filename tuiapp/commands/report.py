@@ -16,7 +16,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
     from tuiapp.record.reading import RecordingError, read_recording
     from tuiapp.record.report import write_report
 

@@ -41,7 +41,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from tuiapp.cli import UsageError
+    from tuiapp.common.errors import UsageError
     from tuiapp.trials.isolate import isolate_trials
     from tuiapp.trials.ledger import Ledger
     from tuiapp.trials.plan import PlanError, load_plan
@@ -96,9 +96,9 @@ def run(args: argparse.Namespace) -> int:
 def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
     from pathlib import Path
 
-    from tuiapp.session import run as run_session
+    from tuiapp.commands.frontend import run as run_session
+    from tuiapp.trials.campaign import build_trials_session, ledger_report
     from tuiapp.trials.runner import RunnerOptions
-    from tuiapp.trials.session import build_trials_session, ledger_report
 
     options = RunnerOptions(
         ledger_path=ledger_path, ledger_md=Path(args.ledger_md) if args.ledger_md else None,

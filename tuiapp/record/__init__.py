@@ -6,5 +6,4 @@
   reading.py   a recording's line index (byte offsets and times), read lazily, tolerant
   replay.py    source: a recording back onto the bus with its timing; ReplayControls
   report.py    Markdown report (findings.py, markdown.py) with SVG charts (svg.py)
-  synthetic.py a campaign-shaped event stream at the default rates (tests, benchmarks)
 """

@@ -9,7 +9,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from dataclasses import dataclass, field
 
-from tuiapp.bench.stats import ci95, mean, sd, verdict
+from tuiapp.common.stats import ci95, mean, sd, verdict
 from tuiapp.events import Alert, GpuSample, RunDone, TrialResult
 from tuiapp.record.markdown import GIB, hms, num, table
 from tuiapp.record.reading import Recording

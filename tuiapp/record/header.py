@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tuiapp import __version__
-from tuiapp.server.redact import redact_argv, redact_tree
+from tuiapp.common.redact import own_options, redact_argv, redact_tree
 
 FORMAT = "tuiapp-recording"
 VERSION = 1
@@ -38,13 +38,7 @@ def _redact_tuiapp_argv(argv: list[str]) -> list[str]:
     """tuiapp's own options judged by tuiapp's parser (``--api chat`` is not ``--api-key``),
     a server command after ``--`` by SGLang's."""
     cut = argv.index("--") if "--" in argv else len(argv)
-    try:
-        from tuiapp.cli import long_options
-
-        options: tuple[str, ...] = long_options(next((a for a in argv[1:cut] if not a.startswith("-")), ""))
-    except Exception:  # noqa: BLE001 - a header must be written whatever the parser says
-        options = ()
-    return redact_argv(argv[:cut], options) + redact_argv(argv[cut:])
+    return redact_argv(argv[:cut], own_options()) + redact_argv(argv[cut:])
 
 
 def gpu_inventory(samples: Iterable[Any]) -> list[dict[str, Any]]:

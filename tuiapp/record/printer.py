@@ -14,7 +14,8 @@ import time
 from collections import Counter
 from typing import Any, TextIO
 
-from tuiapp.bench.stats import ci95, mean, sd
+from tuiapp.common.redact import mask
+from tuiapp.common.stats import ci95, mean, sd
 from tuiapp.events import (
     Alert,
     BenchState,
@@ -29,7 +30,6 @@ from tuiapp.events import (
     TrialState,
     _Event,
 )
-from tuiapp.server.redact import mask
 
 GIB = 1024**3
 
@@ -55,11 +55,17 @@ def _duration(seconds: float) -> str:
 
 def run_line(ev: RunDone) -> str:
     trial = f" trial={ev.trial}" if ev.trial else ""
+    why = f" ({_short(ev.first_error)})" if ev.errors and ev.first_error else ""
     return (
         f"#{ev.run_index}{trial} decode={_num(ev.decode_tok_s)} tok/s output={_num(ev.output_tok_s)} tok/s"
         f" ttft={_num(ev.ttft_s, 1, 1000)} ms itl={_num(ev.itl_s, 2, 1000)} ms"
-        f" accept={_num(ev.accept_length, 2)} reqs={ev.requests} errors={ev.errors}"
+        f" accept={_num(ev.accept_length, 2)} reqs={ev.requests} errors={ev.errors}{why}"
     )
+
+
+def _short(text: str, limit: int = 120) -> str:
+    one = " ".join(text.split())
+    return one if len(one) <= limit else one[: limit - 3] + "..."
 
 
 class NullStream:
@@ -86,6 +92,7 @@ class Printer:
         self.alerts: dict[int, Alert] = {}  # by alert_id; id 0 (unset) gets a fresh key
         self.requests = 0
         self.request_errors = 0
+        self.requests_cancelled = 0  # cut off by our own stop: neither done nor failed
         self.notes = Counter[str]()
         self.trial_results: list[TrialResult] = []
         self.server_state: str | None = None
@@ -149,6 +156,9 @@ class Printer:
                         f" {label}={value}" for label, value in (
                             ("steps", ev.speculative_num_steps), ("topk", ev.speculative_eagle_topk),
                             ("draft", ev.speculative_num_draft_tokens)) if value is not None)
+                if ev.engine != "sglang":
+                    self._print(ev.t_s, "info", f"{ev.engine}-compatible server model={ev.model_path or 'n/a'}")
+                    return
                 self._print(
                     ev.t_s, "info",
                     f"sglang {ev.version or 'n/a'} model={ev.model_path or 'n/a'} tp={ev.tp_size or 'n/a'}{spec}",
@@ -157,6 +167,9 @@ class Printer:
                 self.runs.append(ev)
                 self._print(ev.t_s, "run", run_line(ev))
             case RequestDone():
+                if ev.cancelled:
+                    self.requests_cancelled += 1
+                    return
                 self.requests += 1
                 self.request_errors += 0 if ev.ok else 1
             case BenchSummary():
@@ -187,7 +200,8 @@ class Printer:
             previous = self.alerts.get(ev.alert_id)
             self.alerts[ev.alert_id] = ev
             if previous is not None:
-                if (set(ev.ranks), ev.severity, ev.message) != (set(previous.ranks), previous.severity, previous.message):
+                if (set(ev.ranks), set(ev.nodes), ev.severity, ev.message) != (
+                        set(previous.ranks), set(previous.nodes), previous.severity, previous.message):
                     self._pending_updates[ev.alert_id] = ev  # printed before the next line
                 return
             else:
@@ -200,9 +214,10 @@ class Printer:
 
     def _print_alert(self, ev: Alert, tag: str) -> None:
         line = f" line={ev.first_line}" if ev.first_line is not None else ""
+        nodes = f" nodes={','.join(ev.nodes)}" if ev.nodes else ""
         (self._write if tag == "update" else self._print)(
             ev.t_s, "ALERT",
-            f"{ev.alert_kind} {ev.severity} {tag} ranks={_ranks(ev.ranks)}{line} source={ev.source}: {ev.message}",
+            f"{ev.alert_kind} {ev.severity} {tag}{nodes} ranks={_ranks(ev.ranks)}{line} source={ev.source}: {ev.message}",
         )
 
     def _gpu(self, ev: GpuSample) -> None:
@@ -245,7 +260,9 @@ class Printer:
         kinds_text = ", ".join(f"{k} x{n}" for k, n in sorted(kinds.items()))
         head = (
             f"summary: {_duration(span)}, {_count(len(self.runs), 'run')}, {_count(self.requests, 'request')}"
-            f" ({self.request_errors} failed), {_count(len(self.alerts), 'alert')}"
+            f" ({self.request_errors} failed"
+            + (f", {self.requests_cancelled} cancelled" if self.requests_cancelled else "")
+            + f"), {_count(len(self.alerts), 'alert')}"
             + (f" ({kinds_text})" if kinds_text else "")
             + (", interrupted" if interrupted else "")
         )

@@ -19,9 +19,9 @@ from typing import Any
 
 import orjson
 
+from tuiapp.common.redact import mask_bytes
 from tuiapp.events import _Event, dump_event
 from tuiapp.record.header import build_header
-from tuiapp.server.redact import mask_bytes
 
 
 def _is_gzip_name(path: Path) -> bool:

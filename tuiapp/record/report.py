@@ -12,6 +12,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tuiapp.common.difftext import diff_text
+from tuiapp.common.redact import mask
 from tuiapp.events import (
     Alert,
     GpuSample,
@@ -27,8 +29,6 @@ from tuiapp.record.markdown import GIB, hms, num, table
 from tuiapp.record.printer import NullStream, Printer
 from tuiapp.record.reading import Recording
 from tuiapp.record.svg import Band, Series, line_chart
-from tuiapp.server.redact import mask
-from tuiapp.trials.ledger import diff_text
 
 
 def _utc(t_s: float) -> str:

@@ -83,7 +83,7 @@ def server_url(argv: list[str]) -> str:
 
 def api_key_from(argv: list[str]) -> str | None:
     """``--api-key``'s value as the server's argparse reads it: ``--api-ke KEY`` too."""
-    from tuiapp.server.redact import SGLANG_SECRET_FLAGS
+    from tuiapp.common.redact import SGLANG_SECRET_FLAGS
 
     names = {"--api-key"} | {
         "--api-key"[:n] for n in range(5, len("--api-key"))

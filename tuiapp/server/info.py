@@ -1,5 +1,9 @@
 """What an SGLang server says about itself: model, version, parallelism, speculation, args.
 
+SGLang is told apart by ``/model_info`` or ``/server_info``; a server with neither that
+answers ``/v1/models`` is another OpenAI-compatible server (``engine="openai"``): it gets
+the standard API only (no /generate, no SGLang fields, no /flush_cache, no /metrics).
+
 SGLang >= 0.4.x serves ``/model_info`` and ``/server_info``; older ones only
 ``/get_model_info`` and ``/get_server_info`` (newer ones keep those as deprecated
 aliases that log a warning each call, so the new paths go first). ``/server_info`` is an
@@ -14,8 +18,8 @@ from typing import Any
 
 import httpx
 
+from tuiapp.common.redact import redact_tree
 from tuiapp.events import ServerInfo
-from tuiapp.server.redact import redact_tree
 
 
 class ServerUnreachable(Exception):
@@ -109,7 +113,9 @@ async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeou
             model = await _get_json(client, base_url, ("/model_info", "/get_model_info"))
             server = await _get_json(client, base_url, ("/server_info", "/get_server_info"),
                                      silent_ok=model is not None)
+            engine = "sglang"
             if model is None and server is None:
+                engine = "openai"
                 # An OpenAI-compatible server that is not SGLang still gets a benchmark.
                 models = await _get_json(client, base_url, ("/v1/models",), failures)
                 if models is None:
@@ -129,6 +135,7 @@ async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeou
     return ServerInfo(
         url=base_url,
         model_path=_str(model.get("model_path")) or _str(server.get("model_path")),
+        engine=engine,
         version=_str(server.get("version")),
         tp_size=_int(server.get("tp_size")),
         ep_size=_int(server.get("ep_size")),

@@ -24,12 +24,12 @@ from pathlib import Path
 
 import httpx
 
+from tuiapp.common.redact import Redactor, known_secrets, redact_argv, remember, secret_values
 from tuiapp.events import ServerState, ServerStateName, _Event
 from tuiapp.server.command import api_key_from, server_host, server_port, server_url
 from tuiapp.server.output import OutputPump
 from tuiapp.server.ports import port_in_use
 from tuiapp.server.proctree import ProcessTree
-from tuiapp.server.redact import Redactor, known_secrets, redact_argv, remember, secret_values
 
 PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size; the default 64 KiB fills in ~30 ms at 8 ranks' burst rate
 HEALTH_POLL_S = 0.5

@@ -14,7 +14,7 @@ import re
 import threading
 from collections.abc import Callable
 
-from tuiapp.server.redact import Redactor
+from tuiapp.common.redact import Redactor
 
 READY_LINE = b"The server is fired up and ready to roll!"
 CHUNK_BYTES = 1 << 20

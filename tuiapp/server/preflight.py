@@ -328,7 +328,7 @@ def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
         return [Problem("error", "", f"cannot check flags: `{shown} --help` {help_failure(code, out)}",
                         "is SGLang installed in this environment? --no-preflight skips the check")]
     # This server's own options say which abbreviations are secret flags (`--api-ke KEY`).
-    from tuiapp.server.redact import remember, secret_values
+    from tuiapp.common.redact import remember, secret_values
 
     remember(*secret_values(flags, options=options))
     return check_flags(flags, options) + missing_required(flags, out)

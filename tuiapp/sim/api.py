@@ -1,4 +1,4 @@
-"""SGLang's HTTP API as the simulator serves it (shapes from docs/sglang-interface.md s.1-2).
+"""SGLang's HTTP API as the simulator serves it (shapes from docs/sglang-interface.md §1-6).
 
 Routes: /generate, /v1/completions, /v1/chat/completions, /v1/models, /health,
 /health_generate, /ready, /model_info, /get_model_info, /server_info, /get_server_info,

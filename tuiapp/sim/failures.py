@@ -2,7 +2,7 @@
 
 Each builder returns the message of one log record; the caller adds the rank prefix, so
 continuation lines carry none. Strings quoted from SGLang / PyTorch / NCCL / FlashInfer
-(docs/sglang-interface.md s.4, docs/gpu-telemetry.md, public issue logs); the frames
+(docs/sglang-interface.md §7.6 and §9, public issue logs); the frames
 above the last line are representative, not copied from one real trace.
 """
 
@@ -73,7 +73,7 @@ _CAPTURE_FRAMES = (
 
 
 def torch_oom(gpu: int, tried_gib: float, free_gib: float, used_gib: float, alloc_gib: float) -> str:
-    """PyTorch 2.x's CUDA OOM text (format from a real torch 2.11 OOM, see gpu-telemetry.md)."""
+    """PyTorch 2.x's CUDA OOM text (from a real torch 2.11 OOM: docs/sglang-interface.md §9)."""
     total = model.TORCH_TOTAL_GIB
     reserved_unalloc = max(used_gib - alloc_gib - 0.6, 0.0)
     return (

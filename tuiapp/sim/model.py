@@ -1,6 +1,6 @@
 """The campaign model: everything the simulator believes about the modelled server, in one place.
 
-The reference campaign (docs/campaign.md): Kimi-K2.5 (INT4 MoE, 61 layers, hidden 7168) on
+The reference campaign (docs/campaign.md §1, §4): Kimi-K2.5 (INT4 MoE, 61 layers, hidden 7168) on
 8x RTX PRO 6000 Blackwell (SM120, 96 GB, PCIe Gen5 x16, no NVLink), tensor parallel 8.
 :func:`plan_for` turns resolved server flags plus environment into a :class:`Plan`: the
 decode step time, speculative acceptance, per-GPU memory, PCIe bytes per step, and the

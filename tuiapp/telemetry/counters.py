@@ -1,7 +1,7 @@
 """Unwrapping hardware byte counters and turning them into interval averages.
 
 NVML's PCIe byte counters (fields 197/198) are 32-bit: at 59 GB/s they wrap every ~72 ms
-(docs: gpu-telemetry.md). A modular delta is exact only when at most one wrap happened
+(docs/pcie-method.md §3). A modular delta is exact only when at most one wrap happened
 between two reads, so the counter must be read more often than the wrap time of the
 fastest traffic the link can carry; a longer gap is recorded so that interval's rate is
 reported as unknown rather than silently low.

@@ -72,7 +72,8 @@ class TrialCollector:
                 agg[0] += value
                 agg[1] += 1
                 agg[2] = max(agg[2], value)
-        elif getattr(event, "kind", None) == "request" and not getattr(event, "ok", True):
+        elif (getattr(event, "kind", None) == "request" and not getattr(event, "ok", True)
+              and not getattr(event, "cancelled", False)):  # cut off by our own stop: no failure
             self.request_errors.append(getattr(event, "error", None) or "request failed")
 
     def first_alert(self) -> Alert | None:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 FlagValue = str | bool | list[str]
 
-# Aliases and renames (sglang-interface.md section 5; campaign.md's older spellings).
+# Aliases and renames (docs/sglang-interface.md §8; docs/campaign.md §3's older spellings).
 ALIASES = {
     "model": "model-path",
     "tp": "tp-size",

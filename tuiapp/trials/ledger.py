@@ -2,7 +2,7 @@
 
 Each trial is compared with its reference (``baseline`` field: the trial it builds on,
 default the plan's baseline). The verdict is Welch's t test on the per-run decode tok/s
-(tuiapp.bench.stats): p < 0.05 says faster or slower, otherwise "within noise"; and a
+(tuiapp.common.stats): p < 0.05 says faster or slower, otherwise "within noise"; and a
 difference under ``min_effect_pct`` (default 0.5%) is "within noise" whatever p says,
 because a handful of very steady runs makes even a 0.1% shift "significant". A trial
 that failed, or is slower than its reference beyond noise, is a dead end; one refused by
@@ -21,8 +21,9 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tuiapp.bench import stats
-from tuiapp.server.redact import mask
+from tuiapp.common import stats
+from tuiapp.common.difftext import diff_text
+from tuiapp.common.redact import mask
 
 OK = "ok"
 NOT_RUN = "preflight"  # refused before launch: a plan or install problem, not an experiment
@@ -198,21 +199,6 @@ class Ledger:
             _atomic_write(markdown, self.to_markdown())
         if csv_path is not None:
             _atomic_write(csv_path, self.to_csv())
-
-
-def diff_text(diff: Any) -> str:
-    """``key baseline->trial, ...``; tolerant of other shapes, since a report also reads the
-    rows back from recordings."""
-    if not isinstance(diff, dict):
-        return "" if diff is None else str(diff)
-
-    def show(v: Any) -> str:
-        return "default" if v is None else str(v)
-
-    return ", ".join(
-        f"{k} {show(v.get('baseline'))}->{show(v.get('trial'))}" if isinstance(v, dict) else f"{k}={v}"
-        for k, v in diff.items()
-    )
 
 
 def _fmt(value: float | None, spec: str = ".2f") -> str:

@@ -18,10 +18,10 @@ import shlex
 import sys
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from tuiapp.bench.settings import BenchSettings
 from tuiapp.trials.flags import Flag, argv_tokens, canonical, parse_tokens, to_value
 from tuiapp.trials.toml_lines import line_of
 
@@ -40,16 +40,6 @@ class PlanError(ValueError):
 
 class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-class BenchSpec(_Strict):
-    runs: int | None = Field(None, ge=1, description="runs per trial (the Welch test needs >= 2)")
-    prompts: int | None = Field(None, ge=1, description="requests per run")
-    concurrency: int | None = Field(None, ge=1)
-    max_tokens: int | None = Field(None, ge=1)
-    warmup: int | None = Field(None, ge=0, description="warm-up requests, not counted")
-    api: Literal["generate", "completions", "chat"] | None = None
-    workload: str | None = Field(None, description='"reference", "synthetic" or a JSONL prompt file')
 
 
 class TimeoutSpec(_Strict):
@@ -72,7 +62,7 @@ class TrialSpec(_Strict):
     model: str | None = None
     flags: dict[str, Scalar | list[Scalar]] | list[str] | None = None
     env: dict[str, Scalar] | None = None
-    bench: BenchSpec | None = None
+    bench: BenchSettings | None = None  # only the keys a trial sets; the rest inherited
     timeouts: TimeoutSpec | None = None
     note: str = ""
 
@@ -97,8 +87,8 @@ class PlanSpec(_Strict):
 
 
 # The campaign's script: 5 runs of one short prompt each, one at a time.
-BENCH_DEFAULTS = BenchSpec(runs=5, prompts=1, concurrency=1, max_tokens=256, warmup=1,
-                           api="generate", workload="reference")
+BENCH_DEFAULTS = BenchSettings(runs=5, requests_per_run=1, concurrency=1, max_new_tokens=256,
+                               warmup_requests=1, api="generate", workload="reference")
 TIMEOUT_DEFAULTS = TimeoutSpec(ready_s=1800.0, run_s=1800.0)
 
 
@@ -110,7 +100,7 @@ class TrialConfig:
     command: tuple[str, ...]
     flags: dict[str, Flag]  # canonical name -> Flag; includes model-path
     env: dict[str, str]  # only what the plan sets, on top of the inherited environment
-    bench: BenchSpec  # every field set
+    bench: BenchSettings
     timeouts: TimeoutSpec  # every field set
     note: str = ""
     is_baseline: bool = False
@@ -130,7 +120,7 @@ class TrialConfig:
         """What the trial measures: command, flags, env and benchmark (not its name, note or
         timeouts). ``--resume`` runs a trial again when this changed since its ledger row."""
         data = {"command": list(self.command), "flags": {k: f.value for k, f in sorted(self.flags.items())},
-                "env": dict(sorted(self.env.items())), "bench": self.bench.model_dump()}
+                "env": dict(sorted(self.env.items())), "bench": self.bench.model_dump(mode="json")}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 
@@ -288,7 +278,8 @@ def _apply(parent: TrialConfig, spec: TrialSpec, loc: tuple, fail) -> TrialConfi
             env.pop(name, None)
         else:
             env[name] = "1" if value is True else str(value)
-    bench = parent.bench.model_copy(update=(spec.bench.model_dump(exclude_none=True) if spec.bench else {}))
+    bench = parent.bench.model_copy(
+        update={k: getattr(spec.bench, k) for k in spec.bench.model_fields_set} if spec.bench else {})
     timeouts = parent.timeouts.model_copy(
         update=(spec.timeouts.model_dump(exclude_none=True) if spec.timeouts else {}))
     return TrialConfig(name=spec.name, command=command, flags=flags, env=env, bench=bench,

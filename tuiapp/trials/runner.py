@@ -133,9 +133,9 @@ class PlanRunner:
 
     async def run_trial(self, cfg: TrialConfig, index: int, total: int,
                         publish: Callable[[_Event], None]) -> LedgerRow | None:
+        from tuiapp.common.redact import redact_argv, redact_env
         from tuiapp.server.command import api_key_from, server_url
         from tuiapp.server.ports import free_port
-        from tuiapp.server.redact import redact_argv, redact_env
 
         started = time.monotonic()
         changes = config_diff(self.plan.reference(cfg), cfg) if not cfg.is_baseline else []
@@ -208,9 +208,9 @@ class PlanRunner:
     async def _launch_and_bench(self, cfg, argv, url, api_key, observe, state, collector) -> str:
         """Returns the outcome: ok | died | not_ready | launch_error:<msg> | run_timeout | stopped."""
         from tuiapp.bench.loop import BenchLoop
-        from tuiapp.bench.metrics_poll import run_metrics_poller
         from tuiapp.logwatch.watcher import LogWatcher
         from tuiapp.server.launcher import LaunchError, ServerProcess
+        from tuiapp.server.metrics_poll import run_metrics_poller
 
         # The launcher reports readiness itself (line or /health): one "ready" is enough.
         watcher = LogWatcher(observe, ready_events=False)
@@ -244,7 +244,7 @@ class PlanRunner:
             # The server's own figures (/metrics when enabled, else /server_info) beside ours.
             helpers.append(asyncio.create_task(run_metrics_poller(observe, url, api_key=api_key)))
             state("warming_up")
-            bench = BenchLoop(observe, url, bench_settings(cfg), api_key=api_key, trial=cfg.name)
+            bench = BenchLoop(observe, url, cfg.bench, api_key=api_key, trial=cfg.name)
             self.bench = bench
             bench_task = asyncio.create_task(bench.run())
             died = asyncio.create_task(server.wait())
@@ -325,15 +325,6 @@ class PlanRunner:
             row.status = "timeout"
             which = "ready" if outcome == "not_ready" else "run"
             row.first_error = f"no result within the {which} timeout"
-
-
-def bench_settings(cfg: TrialConfig):
-    from tuiapp.bench.settings import BenchSettings
-
-    b = cfg.bench
-    return BenchSettings(api=b.api, workload=b.workload, max_new_tokens=b.max_tokens,
-                         concurrency=b.concurrency, requests_per_run=b.prompts, runs=b.runs,
-                         warmup_requests=b.warmup, model=None)
 
 
 async def _publish_server_info(publish, url: str, api_key: str | None) -> None:

@@ -1,4 +1,4 @@
-"""The dashboard app: sources run in a worker, the bus feeds the dashboard (and the recorder).
+"""The dashboard app: the session runs in a worker, the bus feeds the dashboard.
 
 ``run_app(session, theme=...)`` is the entry point; ``DashboardApp(session, theme=...)`` is
 the same app for ``run_test`` and snapshot tests.
@@ -18,7 +18,7 @@ from textual.binding import Binding
 from textual.screen import Screen
 from textual.worker import Worker
 
-from tuiapp.session import Session
+from tuiapp.controls import SessionView
 from tuiapp.tui.screens.dashboard import TOGGLABLE, DashboardScreen
 from tuiapp.tui.screens.details import ConfirmScreen
 from tuiapp.tui.store import DashboardStore
@@ -53,28 +53,25 @@ class DashboardApp(App[int]):
           for i, name in enumerate(list(TOGGLABLE)[1:], start=2)),
     ]
 
-    def __init__(self, session: Session, *, theme: str | None = None) -> None:
+    def __init__(self, session: SessionView, *, theme: str | None = None) -> None:
         super().__init__()
         self.session = session
         self.store = DashboardStore()
         self.animation_level = "none"
         # Subscribe before any source starts so no event is missed.
         self.events = session.bus.subscribe("tui", maxlen=100_000)
-        self._recorder_events = (session.bus.subscribe("recorder", maxlen=100_000)
-                                 if session.record_path is not None else None)
         file_themes = load_themes()
         self.file_themes = [t.name for t in file_themes]
         for file_theme in file_themes:
             self.register_theme(file_theme)
         name = theme or DEFAULT_THEME
         if name not in self.available_themes:
-            from tuiapp.cli import UsageError
+            from tuiapp.common.errors import UsageError
 
             raise UsageError(f"unknown theme {name!r}; choose from {', '.join(self.file_themes)}")
         self.theme = name
         self._stop = asyncio.Event()
         self._sources: Worker | None = None
-        self._recorder: Worker | None = None
         self._quitting = False
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
@@ -102,14 +99,7 @@ class DashboardApp(App[int]):
                 driver.on_gone = self._on_terminal_gone
                 if driver.terminal_gone:  # it died before we were listening
                     self._on_terminal_gone(driver.gone_reason or "terminal gone")
-        if self._recorder_events is not None:
-            # Imported here: only a recording session needs it.
-            from tuiapp.record.recorder import Recorder
-
-            recorder = Recorder(self.session.record_path, header=self.session.header)
-            self._recorder = self.run_worker(recorder.run(self._recorder_events), group="recorder",
-                                             exit_on_error=False)
-        self._sources = self.run_worker(self.session.run_sources(self._stop), group="sources",
+        self._sources = self.run_worker(self.session.run(self._stop), group="sources",
                                         exit_on_error=False)
 
     def on_worker_state_changed(self, event: Worker.StateChanged) -> None:
@@ -165,11 +155,9 @@ class DashboardApp(App[int]):
             self.run_worker(self._stop_and_exit(), group="shutdown")
 
     async def _stop_and_exit(self) -> None:
-        """Stop the sources (run_sources then stops a server we launched), drain sinks, exit."""
+        """Stop the session (it stops a server we launched and closes the recording), exit."""
         self._stop.set()
         await _finished(self._sources)
-        self.session.bus.close()
-        await _finished(self._recorder, timeout_s=10)
         self.exit(0)
 
     # ------------------------------------------------------------------ actions
@@ -265,12 +253,12 @@ class DashboardApp(App[int]):
                                 self.action_replay_next_alert)
 
 
-async def _finished(worker: Worker | None, timeout_s: float | None = None) -> None:
+async def _finished(worker: Worker | None) -> None:
     """Wait for a worker to end, whatever its outcome (its errors are its own to report)."""
     if worker is None or worker.is_finished:
         return
     try:
-        await asyncio.wait_for(worker.wait(), timeout_s)
+        await worker.wait()
     except Exception:  # WorkerFailed, WorkerCancelled, TimeoutError: nothing left to wait for
         pass
 
@@ -311,7 +299,7 @@ def _silence_dead_terminal(driver: object) -> None:
     os.close(devnull)
 
 
-def run_app(session: Session, *, theme: str | None = None) -> int:
+def run_app(session: SessionView, *, theme: str | None = None) -> int:
     """Run the dashboard in this terminal until the user quits; returns the exit code."""
     app = DashboardApp(session, theme=theme)
     app.handle_signals = True

@@ -181,6 +181,8 @@ class DashboardStore:
             self._bump("acceptance")
 
     def _on_RequestDone(self, ev: RequestDone) -> None:
+        if ev.cancelled:
+            return  # cut off by our own stop: neither a result nor a failure
         self.last_request = ev
         if not ev.ok:
             self.requests_failed += 1

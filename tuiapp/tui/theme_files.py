@@ -1,7 +1,6 @@
-"""Theme palettes (themes/*.toml) and layout files (themes/*.tcss), from a checkout or the wheel.
+"""Theme palettes (tuiapp/tui/themes/*.toml) and layout files (themes/*.tcss): package data.
 
-The wheel ships the top-level ``themes/`` as ``tuiapp/_themes`` (pyproject force-include),
-so both places are tried. A palette is validated by a pydantic model so a typo names the
+A palette is validated by a pydantic model so a typo names the
 file and the field instead of failing deep inside Textual.
 """
 
@@ -17,17 +16,13 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-_PACKAGE = Path(__file__).resolve().parent.parent
-_CANDIDATES = (_PACKAGE / "_themes", _PACKAGE.parent / "themes")
+_THEMES_DIR = Path(__file__).resolve().parent / "themes"
 DEFAULT_THEME = "nv-dark"
 LAYOUT_FILES = ("dashboard.tcss", "screens.tcss")
 
 
 def themes_dir() -> Path:
-    for path in _CANDIDATES:
-        if path.is_dir():
-            return path
-    raise FileNotFoundError(f"no themes directory in {', '.join(map(str, _CANDIDATES))}")
+    return _THEMES_DIR
 
 
 class Palette(BaseModel):

@@ -1,6 +1,6 @@
 """Writes the log corpus and each log's expected ``tuiapp logscan --json`` answer.
 
-The logs follow the formats in docs/sglang-interface.md (0.5.23 strings, and the older
+The logs follow the formats in docs/sglang-interface.md §7 (0.5.23 strings, and the older
 spellings). Each scenario states its ground truth as it builds the log (where an incident
 starts, which ranks, which message a human needs), independently of the watcher.
 Run: python tests/data/logs/make_corpus.py  (rewrites *.log and *.expected.json here).

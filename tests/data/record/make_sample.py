@@ -2,7 +2,7 @@
 
     .venv/bin/python tests/data/record/make_sample.py
 
-Two minutes of the reference campaign's event stream (tuiapp.record.synthetic): 8 GPUs at
+Two minutes of the reference campaign's event stream (tuiapp.sim.synthetic): 8 GPUs at
 1 Hz, four trials of 30 s (baseline, eagle3, custom-ar-pcie, ep-flashinfer-a2a with an OOM
 on all 8 ranks), fixed start time and host, so replays and snapshots are reproducible.
 """
@@ -12,7 +12,7 @@ from pathlib import Path
 from tuiapp.events import GpuSample
 from tuiapp.record.header import gpu_inventory
 from tuiapp.record.recorder import Recorder
-from tuiapp.record.synthetic import campaign_events
+from tuiapp.sim.synthetic import campaign_events
 
 START_T_S = 1_795_000_000.0
 OUT = Path(__file__).with_name("campaign_2min.jsonl.gz")

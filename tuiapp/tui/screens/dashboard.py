@@ -9,7 +9,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, OptionList
 
 from tuiapp.bus import Subscription
-from tuiapp.session import Session
+from tuiapp.controls import SessionView
 from tuiapp.tui.store import DashboardStore
 from tuiapp.tui.widgets.alert_list import AlertList
 from tuiapp.tui.widgets.gpu_table import GpuTable
@@ -30,7 +30,7 @@ class DashboardScreen(Screen):
     HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
-    def __init__(self, store: DashboardStore, session: Session, events: Subscription) -> None:
+    def __init__(self, store: DashboardStore, session: SessionView, events: Subscription) -> None:
         super().__init__()
         self.store = store
         self.session = session

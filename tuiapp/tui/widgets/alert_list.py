@@ -65,6 +65,8 @@ class AlertList(OptionList):
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append(head, tone + Style(bold=True))
         text.append(f" rank {ranks_label(alert.ranks):<5}", tone)
+        if alert.nodes:  # attach --log NODE=...: which nodes printed it
+            text.append(f" {','.join(alert.nodes)}", tone)
         text.append(f" {when} ", muted)
         text.append(alert.message.splitlines()[0] if alert.message else "", tone)
         return text

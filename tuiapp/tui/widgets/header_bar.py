@@ -59,8 +59,11 @@ class HeaderBar(Panel):
 
         info = s.server_info
         second = Text()
-        second.append("sglang ", self.tone("label"))
-        second.append(info.version or fmt.NA if info else fmt.NA, self.tone("value"))
+        if info is not None and info.engine != "sglang":
+            second.append(f"{info.engine}-compatible server", self.tone("label"))
+        else:
+            second.append("sglang ", self.tone("label"))
+            second.append(info.version or fmt.NA if info else fmt.NA, self.tone("value"))
         if info is not None and self.size.height >= 2:
             if info.model_path:
                 second.append("  model ", self.tone("label"))

@@ -51,6 +51,8 @@ class ThroughputPanel(_PerfPanel):
                        (f"{ci95[0]:.1f}–{ci95[1]:.1f}" if ci95 else fmt.NA, "value"),
                        (f"  n={n}", "muted")),
         ]
+        if req is not None and not req.ok:  # why, not just that: the latest failure's reason
+            lines.append(self._line(("failed: ", "error"), (req.error or "unknown", "error")))
         rows = max(1, self.size.height - len(lines))
         if rows >= 2 and len(s.server_tok_s) > 0:
             run_rows = max(1, rows // 2)

@@ -1,6 +1,6 @@
 """Look at the dashboard on an events JSONL file, without a server: a developer's tool.
 
-    python -m tuiapp.tui.preview tests/data/tui/dashboard.jsonl [--speed 0] [--replay] [--controls]
+    python -m tuiapp.commands.preview tests/data/tui/dashboard.jsonl [--speed 0] [--replay] [--controls]
 
 ``--speed 0`` publishes everything at once; ``--speed N`` paces events by their ``t_s`` at N
 times real time. ``--replay`` drives it through a minimal ReplayControls (forward seeks only;
@@ -83,7 +83,7 @@ def preview_session(path: Path, *, speed: float = 0.0, controls: bool = False) -
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tuiapp.tui.preview", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m tuiapp.commands.preview", description=__doc__.splitlines()[0])
     parser.add_argument("events", type=Path)
     parser.add_argument("--theme", default=None)
     parser.add_argument("--speed", type=float, default=0.0)

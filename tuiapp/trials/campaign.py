@@ -1,4 +1,5 @@
-"""A plan as a session: the runner is the one source; headless or TUI as the caller says.
+"""A plan as a session: the runner is the one source, TrialsControls its live controls;
+headless or TUI as the caller says.
 
 ``tuiapp trials`` and ``tuiapp demo`` both build it here, so the demo runs the very path
 a real plan takes.
@@ -9,10 +10,32 @@ from __future__ import annotations
 from pathlib import Path
 
 from tuiapp.session import Session
-from tuiapp.trials.controls import TrialsControls
 from tuiapp.trials.ledger import Ledger
 from tuiapp.trials.plan import Plan, TrialConfig
 from tuiapp.trials.runner import PlanRunner, RunnerOptions
+
+
+class TrialsControls:
+    owns_server = True
+
+    def __init__(self, runner: PlanRunner) -> None:
+        self.runner = runner
+
+    def pause_bench(self) -> None:
+        if self.runner.bench is not None:
+            self.runner.bench.pause()
+
+    def resume_bench(self) -> None:
+        if self.runner.bench is not None:
+            self.runner.bench.resume()
+
+    def restart_trial(self) -> None:
+        if self.runner.bench is not None:
+            self.runner.bench.restart()
+
+    def stop_server(self) -> None:
+        """Skip the current trial (not recorded, so --resume runs it again)."""
+        self.runner.stop_server()
 
 
 def build_trials_session(plan: Plan, trials: list[TrialConfig], ledger: Ledger, options: RunnerOptions,
@@ -20,7 +43,7 @@ def build_trials_session(plan: Plan, trials: list[TrialConfig], ledger: Ledger, 
                          record_path: Path | None = None) -> tuple[Session, PlanRunner]:
     """The session that runs ``trials``: it ends after the last trial, exit code 1 when the
     first trial (the reference of the rest) failed, else 0 (the TUI stays up after that, so
-    the ledger can be read). Run it with ``tuiapp.session.run(session, headless=...)``."""
+    the ledger can be read). Run it with ``tuiapp.commands.frontend.run(session, headless=...)``."""
     box: list[Session] = []
 
     def done(code: int) -> None:

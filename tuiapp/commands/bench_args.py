@@ -8,7 +8,8 @@ import argparse
 def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("benchmark loop")
     group.add_argument("--runs", type=int, metavar="N", help="stop after N runs (default: until stopped)")
-    group.add_argument("--api", choices=["generate", "completions", "chat"], default="generate")
+    group.add_argument("--api", choices=["auto", "generate", "completions", "chat"], default="auto",
+                       help="auto: /generate on SGLang, /v1/chat/completions on other servers")
     group.add_argument("--concurrency", type=int, default=1, metavar="N", help="closed-loop concurrent streams")
     group.add_argument("--requests-per-run", type=int, metavar="K", help="requests in one run (default: = concurrency)")
     group.add_argument("--max-new-tokens", type=int, default=256, metavar="N")

@@ -12,6 +12,13 @@ Faults for tests: push names onto ``FakeSGLang.faults``; each request takes the 
 chunk), ``stall`` (stops sending mid-stream), ``nan`` (finish "NaN happened"), ``abort``,
 ``no_first`` (never sends a token), ``close`` (drops the connection mid-stream); or bytes:
 sent as the whole response body.
+
+Other servers' ways, for the OpenAI endpoints (as transformers serve and llama.cpp do):
+``openai_only`` (no SGLang endpoints: 404), ``refuse_fields`` (HTTP 422 naming the
+unexpected field), ``no_done`` (no ``data: [DONE]``), ``usage_in_last_chunk`` (usage rides
+on the finishing chunk), ``role_first`` (a role-only first chunk), ``no_usage``,
+``one_at_a_time`` (HTTP 429 while another stream is running), ``interrupt`` (a new request
+ends the running stream, as llama-cpp-python does).
 """
 
 from __future__ import annotations
@@ -40,6 +47,16 @@ class FakeSGLang:
     metrics: bool = True
     old_paths_only: bool = False  # an older SGLang: only /get_server_info, /get_model_info
     faults: deque[str | bytes] = field(default_factory=deque)
+    openai_only: bool = False
+    refuse_fields: frozenset[str] = frozenset()
+    no_done: bool = False
+    usage_in_last_chunk: bool = False
+    role_first: bool = False
+    no_usage: bool = False
+    one_at_a_time: bool = False
+    interrupt: bool = False  # a new request ends the running stream ([DONE], no finish reason)
+    refused: int = 0  # requests answered 422 or 429
+    streaming: int = 0
     requests: int = 0
     tokens_sent: int = 0  # every token streamed, finished or not (client-cost accounting)
     flushes: int = 0
@@ -67,6 +84,7 @@ class FakeSGLang:
 
     def __post_init__(self) -> None:
         self._conns: set[Connection] = set()
+        self._running: set[asyncio.Event] = set()
 
     # ------------------------------------------------------------ HTTP
 
@@ -75,6 +93,8 @@ class FakeSGLang:
             self._conns.add(conn)
             conn.on_close.append(lambda: self._conns.discard(conn))
         path = req.path
+        if self.openai_only and not path.startswith(("/v1/", "/health")):
+            return conn.respond(404, b'{"detail": "Not Found"}')
         public = path.startswith(("/health", "/metrics"))
         if self.api_key and not public and req.headers.get("authorization") != f"Bearer {self.api_key}":
             return conn.respond(401, b'{"error": "Unauthorized"}')
@@ -91,7 +111,26 @@ class FakeSGLang:
         if path in info and not (self.old_paths_only and not path.startswith("/get_")):
             return conn.respond(200, orjson.dumps(info[path]()))
         if path in ("/generate", "/v1/completions", "/v1/chat/completions") and req.method in ("POST", "PUT"):
-            return await self._stream(path, orjson.loads(req.body), conn)
+            body = orjson.loads(req.body)
+            unexpected = sorted(set(body) & self.refuse_fields)
+            if unexpected:
+                self.refused += 1
+                text = "Unexpected fields in the request: {" + ", ".join(repr(k) for k in unexpected) + "}"
+                return conn.respond(422, orjson.dumps({"detail": text}))
+            if self.one_at_a_time and self.streaming:
+                self.refused += 1
+                return conn.respond(429, b'{"error": {"message": "server busy"}}')
+            if self.interrupt:
+                for cut in self._running:
+                    cut.set()
+            cut = asyncio.Event()
+            self._running.add(cut)
+            self.streaming += 1
+            try:
+                return await self._stream(path, body, conn, cut)
+            finally:
+                self.streaming -= 1
+                self._running.discard(cut)
         return conn.respond(404, b'{"detail": "Not Found"}')
 
     def _server_info(self) -> dict[str, Any]:
@@ -139,7 +178,8 @@ class FakeSGLang:
 
     # ------------------------------------------------------------ streaming
 
-    async def _stream(self, path: str, req: dict[str, Any], conn: Connection) -> None:
+    async def _stream(self, path: str, req: dict[str, Any], conn: Connection,
+                      cut: asyncio.Event | None = None) -> None:
         self.requests += 1
         self.last_body = req
         fault = self.faults.popleft() if self.faults else None
@@ -173,6 +213,10 @@ class FakeSGLang:
         for i, size in enumerate(sizes):
             if conn.closed:
                 return  # the client went away
+            if cut is not None and cut.is_set():  # llama-cpp-python: the next request ends this one
+                conn.send(b"data: [DONE]\n\n")
+                conn.end_stream()
+                return
             delay = t_recv + self.prefill_s + i * self.step_s - time.perf_counter()
             if fault == "no_first" and i == 0:
                 await asyncio.sleep(3600)
@@ -213,6 +257,10 @@ class FakeSGLang:
                 conn.send(b"data: " + orjson.dumps(body) + b"\n\n")
             else:
                 chat = path.endswith("chat/completions")
+                if chat and i == 0 and self.role_first:
+                    role = {"id": "c", "object": "chat.completion.chunk", "model": self.model,
+                            "choices": [{"index": 0, "delta": {"role": "assistant"}}]}
+                    conn.send(b"data: " + orjson.dumps(role) + b"\n\n")
                 choice: dict[str, Any] = {"index": 0, "finish_reason": None}
                 if chat:
                     choice["delta"] = {"content": piece} if i else {"role": "assistant", "content": piece}
@@ -223,20 +271,25 @@ class FakeSGLang:
                     if fault == "nan":
                         choice["matched_stop"] = "NaN happened"
                 obj = {"id": "c", "object": "chat.completion.chunk" if chat else "text_completion", "model": self.model, "choices": [choice]}
+                wants_usage = (req.get("stream_options") or {}).get("include_usage") and not self.no_usage
+                if last and wants_usage and self.usage_in_last_chunk:
+                    obj["usage"] = {"prompt_tokens": 30, "completion_tokens": n, "total_tokens": 30 + n}
+                    wants_usage = False
                 conn.send(b"data: " + orjson.dumps(obj) + b"\n\n")
                 if last:
                     if self.spec and req.get("return_spec_tokens_details"):
                         details = {"spec_accept_length": n / verify_ct, "spec_accept_rate": (k - 1) / (self.num_draft_tokens - 1), "spec_verify_ct": verify_ct}
                         conn.send(b"data: " + orjson.dumps({"id": "c", "choices": [], "sglext": {"spec_tokens_details": details}}) + b"\n\n")
-                    if (req.get("stream_options") or {}).get("include_usage"):
+                    if wants_usage:
                         usage = {"prompt_tokens": 30, "completion_tokens": n, "total_tokens": 30 + n}
                         conn.send(b"data: " + orjson.dumps({"id": "c", "choices": [], "usage": usage}) + b"\n\n")
-        conn.send(b"data: [DONE]\n\n")
+        if not self.no_done:
+            conn.send(b"data: [DONE]\n\n")
         conn.end_stream()
 
 
 def main(argv: list[str] | None = None) -> None:
-    """``python -m tuiapp.bench.testserver --port P --step-ms 10 --tokens-per-chunk 3``"""
+    """``python -m tuiapp.sim.testserver --port P --step-ms 10 --tokens-per-chunk 3``"""
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -246,10 +299,17 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--tokens-per-chunk", type=int, default=1)
     p.add_argument("--spec", action="store_true")
     p.add_argument("--api-key")
+    quirks = p.add_argument_group("another server's ways (OpenAI endpoints)")
+    for flag in ("openai-only", "no-done", "usage-in-last-chunk", "role-first", "no-usage", "one-at-a-time",
+                 "interrupt"):
+        quirks.add_argument(f"--{flag}", action="store_true")
+    quirks.add_argument("--refuse-field", action="append", default=[], metavar="NAME", help="HTTP 422 when sent")
     a = p.parse_args(argv)
     srv = FakeSGLang(
         prefill_s=a.prefill_ms / 1000, step_s=a.step_ms / 1000, tokens_per_chunk=a.tokens_per_chunk,
-        spec=a.spec, api_key=a.api_key,
+        spec=a.spec, api_key=a.api_key, openai_only=a.openai_only, no_done=a.no_done,
+        usage_in_last_chunk=a.usage_in_last_chunk, role_first=a.role_first, no_usage=a.no_usage,
+        one_at_a_time=a.one_at_a_time, interrupt=a.interrupt, refuse_fields=frozenset(a.refuse_field),
     )
 
     async def serve() -> None:

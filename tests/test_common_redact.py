@@ -1,4 +1,4 @@
-from tuiapp.server.redact import Redactor, is_secret_name, redact_argv, redact_env, secret_values
+from tuiapp.common.redact import Redactor, is_secret_name, redact_argv, redact_env, secret_values
 
 KEY = "sk-live-9f8e7d6c5b4a"
 

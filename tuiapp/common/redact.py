@@ -119,6 +119,20 @@ def _worth_masking(value: Any) -> bool:
 
 # ---------------------------------------------------------------------- process-wide secrets
 
+_own_options: tuple[str, ...] = ()
+
+
+def set_own_options(options: Iterable[str]) -> None:
+    """tuiapp's own long options for this command (the CLI sets them): the header's argv is
+    judged by the parser that read it (``--api chat`` is not ``--api-key`` there)."""
+    global _own_options
+    _own_options = tuple(options)
+
+
+def own_options() -> tuple[str, ...]:
+    return _own_options
+
+
 _known: set[str] = set()
 _known_lock = threading.Lock()
 _known_redactor: Redactor | None = None
