@@ -130,7 +130,10 @@ class DashboardApp(App[int]):
         if isinstance(driver, GuardedLinuxDriver):
             driver.abandon()
         _start_backstop()
-        self._loop.call_soon_threadsafe(self._begin_shutdown)
+        try:
+            self._loop.call_soon_threadsafe(self._begin_shutdown)
+        except RuntimeError:  # the loop is closed: the app is already gone
+            pass
 
     def _on_terminal_gone(self, reason: str) -> None:
         """Called once, from any thread, when the terminal is gone (EOF/EIO, a closed pty)."""
@@ -305,5 +308,10 @@ def run_app(session: SessionView, *, theme: str | None = None) -> int:
     app.handle_signals = True
     if os.name == "posix":
         app.driver_class = GuardedLinuxDriver
-    app.run()
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)}
+    try:
+        app.run()
+    finally:
+        for sig, handler in previous.items():  # ours point at an app that is gone
+            signal.signal(sig, handler)
     return app.return_code or session.exit_code
