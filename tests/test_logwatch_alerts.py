@@ -91,12 +91,44 @@ def test_different_failures_are_different_alerts() -> None:
     assert [(a.alert_kind, a.ranks) for a in alerts] == [("assertion", [0]), ("oom", [1])]
 
 
-def test_consequence_crash_lines_fold_into_the_incident() -> None:
+def test_the_death_after_an_error_is_its_own_crash_incident() -> None:
     text = (tb(3, "AssertionError: x")
             + f"[{TS}] Received sigquit from a child process. It usually means the child failed.\n"
             + f"[{TS}] Subprocess scheduler_3 (pid=1) crashed with exit code -6. Triggering SIGQUIT for cleanup...\n"
             + "Killed\n")
-    assert [(a.alert_kind, a.ranks) for a in final_state(alerts_of(text))] == [("assertion", [3])]
+    assertion, crash = final_state(alerts_of(text))
+    assert (assertion.alert_kind, assertion.ranks, assertion.caused_by) == ("assertion", [3], None)
+    assert (crash.alert_kind, crash.ranks, crash.first_line) == ("crash", [3], 5)
+    assert crash.caused_by == assertion.alert_id
+    # every death line joined one incident; the one that says how it died is shown
+    assert crash.message.startswith("Subprocess scheduler_3 (pid=1) crashed with exit code -6")
+    assert crash.signature_line == 6
+
+
+def test_an_error_the_server_survives_has_no_crash() -> None:
+    text = (f"[{TS} TP0] KV cache pool is full. Retract requests. #retracted_reqs: 1, #new_token_ratio: 0.4 -> 0.6\n"
+            f"[{TS} TP0] Decode batch, #running-req: 3, #token: 900, token usage: 0.91, gen throughput (token/s): 80.00, #queue-req: 1\n")
+    assert [a.alert_kind for a in final_state(alerts_of(text))] == ["kv_pressure"]
+
+
+def test_sigquit_printed_before_the_traceback_still_names_its_cause() -> None:
+    text = (f"[{TS}] Received sigquit from a child process. It usually means the child failed.\n"
+            + tb(2, "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."))
+    crash, oom = final_state(alerts_of(text))
+    assert (crash.alert_kind, oom.alert_kind) == ("crash", "oom")
+    assert crash.caused_by == oom.alert_id
+
+
+def test_an_orderly_shutdown_is_not_a_death() -> None:
+    text = (f"[{TS}] SIGTERM received. signum=None frame=None. Draining requests and shutting down...\n"
+            f"[{TS}] Gracefully exiting... Remaining number of requests 0. Remaining requests remaining_rids=[].\n"
+            f"[{TS}] Subprocess scheduler_0 (pid=168915) crashed with exit code -15. Triggering SIGQUIT for cleanup...\n"
+            f"[{TS}] SIGQUIT received. signum=None, frame=None. It usually means one child failed.\n"
+            "Killed\n")
+    assert alerts_of(text) == []
+    # the same exits without the SIGTERM before them are a death
+    died = alerts_of(text.split("\n", 2)[2])
+    assert [a.alert_kind for a in final_state(died)] == ["crash"]
 
 
 def test_crash_lines_alone_are_one_crash_incident() -> None:
@@ -145,7 +177,10 @@ def test_nccl_watchdog_lines_and_terminate_group() -> None:
              "gpu-1:1:1 [6] NCCL WARN [Service thread] Error encountered progressing operation=Connect, res=3, closing connection\n")
     alerts = final_state(alerts_of(text))
     # one NCCL burst, however worded, is one incident
-    assert [(a.alert_kind, a.ranks, a.severity) for a in alerts] == [("nccl", [0, 1, 2, 3, 5, 6], "error")]
+    assert [(a.alert_kind, a.ranks, a.severity) for a in alerts] == [("nccl", [0, 1, 2, 3, 5, 6], "error"),
+                                                                      ("crash", [5], "error")]
+    # terminate is also the death of rank 5's process: its own incident, caused by the timeout
+    assert alerts[1].caused_by == alerts[0].alert_id
     assert alerts[0].message.startswith("Watchdog caught collective operation timeout")
 
 
@@ -322,3 +357,64 @@ def test_tracebacks_interleaved_line_by_line_in_the_main_stream() -> None:
     # TP2 never got an exception line: it is the same failure, not an "error" of its own
     alerts = final_state(alerts_of(text))
     assert [(a.alert_kind, a.ranks, a.first_line) for a in alerts] == [("assertion", [0, 1, 2], 1)]
+
+
+def test_the_oom_killer_hint_survives_a_later_generic_initialization_failure() -> None:
+    died = ("Rank 3 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common "
+            "cause is the OS OOM killer. Run `dmesg -T` to check for OOM killer invocations.")
+    text = (f"[{TS}] {died}\n"
+            "Traceback (most recent call last):\n"
+            '  File "/sglang/srt/entrypoints/engine.py", line 1277, in _wait_for_scheduler_ready\n'
+            "    raise RuntimeError(\n"
+            "RuntimeError: Initialization failed. Please see the error messages above.\n")
+    (a,) = final_state(alerts_of(text))
+    assert (a.alert_kind, a.ranks, a.message, a.signature_line) == ("crash", [3], died, 1)
+
+
+def test_a_scheduler_is_dead_line_and_its_exit_code_are_one_death() -> None:
+    text = ("[12-16 14:27:08] Rank 0 scheduler is dead. Please check if there are relevant logs.\n"
+            "[12-16 14:27:10] Exit code: -9\n")
+    (a,) = final_state(alerts_of(text))
+    assert (a.alert_kind, a.ranks) == ("crash", [0])
+    assert a.message == "Rank 0 scheduler is dead. Please check if there are relevant logs. Exit code: -9"
+    assert alerts_of("[12-16 14:27:10] Exit code: 0\n") == []
+
+
+def test_markdown_a_user_typed_around_a_line_hides_nothing() -> None:
+    (a,) = final_state(alerts_of("**RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.**\n"))
+    assert (a.alert_kind, a.message) == ("oom", "RuntimeError: Not enough memory. Please try to increase --mem-fraction-static.")
+
+
+def test_a_line_a_terminal_wrapped_is_read_whole() -> None:
+    # a long exception line, as an 80-column terminal capture breaks it
+    line = "RuntimeError: Expected all tensors to be on the same device, but CUDA error: out of memory happened here"
+    text = tb(None, line[:80] + "\n" + line[80:])
+    (a,) = final_state(alerts_of(text))
+    assert a.alert_kind == "oom" and a.message == line
+
+
+def test_a_failure_quoted_in_a_logging_error_dump_is_still_a_death() -> None:
+    text = ("--- Logging error ---\n"
+            '  File "/usr/local/lib/python3.11/site-packages/sglang/srt/entrypoints/engine.py", line 343, in sigquit_handler\n'
+            "    logger.error(\n"
+            "Message: 'Received sigquit from a child proces. It usually means the child failed.'\n")
+    (a,) = final_state(alerts_of(text))
+    assert (a.alert_kind, a.first_line, a.signature_line) == ("crash", 1, 4)
+
+
+def test_a_cause_printed_as_a_repr() -> None:
+    text = (f"[{TS} TP1] Scheduler hit an exception: RuntimeError(\"CUDA error: out of memory\")\n"
+            f"[{TS} TP2] Scheduler hit an exception: ValueError('bad sampling params')\n")
+    oom, err = final_state(alerts_of(text))
+    assert (oom.alert_kind, oom.ranks, oom.message) == ("oom", [1], "RuntimeError: CUDA error: out of memory")
+    assert (err.alert_kind, err.ranks) == ("error", [2])
+
+
+def test_c10_times_keep_two_collective_failures_hours_apart_apart() -> None:
+    def watchdog(t: str, seq: int) -> str:
+        return (f"[rank0]:[E321 {t}.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
+                f"timeout: WorkNCCL(SeqNum={seq}, OpType=ALLREDUCE, Timeout(ms)=600000) ran for 600060 milliseconds before timing out.\n")
+    dated = "[2025-03-21 01:00:00 TP0] Load weight begin. avail mem=78.38 GB\n"
+    # E321 is 21 March: the year comes from the dated SGLang line before it
+    alerts = final_state(alerts_of(dated + watchdog("02:07:08", 1580) + watchdog("02:07:09", 1580) + watchdog("05:07:08", 9580)))
+    assert [(a.alert_kind, a.first_line) for a in alerts] == [("nccl", 2), ("nccl", 4)]

@@ -47,15 +47,19 @@ def test_json_has_exactly_the_documented_keys(capsys: pytest.CaptureFixture[str]
     assert main(["logscan", str(LOGS / "oom_torch_runtime_2ranks_0523.log"), "--json"]) == 0
     got = json.loads(capsys.readouterr().out)
     assert list(got) == ["ready", "decode_lines", "last_gen_throughput", "last_accept_len", "incidents"]
-    assert all(list(i) == ["kind", "ranks", "first_line", "message"] for i in got["incidents"])
+    assert all(list(i) == ["id", "kind", "ranks", "first_line", "signature_line", "message", "caused_by"]
+               for i in got["incidents"])
+    # the server's death is its own incident, caused by the OOM before it
+    assert [(i["id"], i["kind"], i["caused_by"]) for i in got["incidents"]] == [(1, "oom", None), (2, "crash", 1)]
     assert isinstance(got["last_gen_throughput"], float) and isinstance(got["decode_lines"], int)
 
 
 def test_readable_report(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["logscan", str(LOGS / "ep_flashinfer_assert_then_capture_oom_0523.log")]) == 0
     out = capsys.readouterr().out
-    assert "ready:" in out and "incidents:        2" in out
+    assert "ready:" in out and "incidents:        4" in out
     assert "assertion   ranks 0,1,2,3,4,5,6,7" in out
+    assert "crash       ranks -" in out and "(after #1)" in out and "(after #3)" in out
     assert "Exception: Capture cuda graph failed" in out
     assert main(["logscan", str(LOGS / "healthy_0523_tp8_eagle3.log")]) == 0
     out = capsys.readouterr().out
@@ -68,7 +72,7 @@ def test_reads_stdin() -> None:
                           capture_output=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     got = json.loads(proc.stdout)
-    assert [(i["kind"], i["ranks"]) for i in got["incidents"]] == [("keyerror", list(range(8)))]
+    assert [(i["kind"], i["ranks"]) for i in got["incidents"]] == [("keyerror", list(range(8))), ("crash", [])]
 
 
 def test_empty_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -121,3 +121,90 @@ def test_levels() -> None:
         "[rank1]:[E0101 12:00:00.1 ProcessGroupNCCL.cpp:2] [Rank 1] Timeout at NCCL work: 5\n")
     assert [ln.level for ln in of(events, LogLine)] == ["warning", "info", "warning", "error"]
     assert of(events, LogLine)[2].tp_rank == 1
+
+
+def test_every_sglang_prefix_seen_across_versions() -> None:
+    cases = {
+        "[2025-02-22 08:19:45 TP26] x": (26, None, None),  # multi-node: ranks beyond 7
+        "[2026-05-26 15:19:18 PP2 ATTN_CP6 TP6] x": (6, None, None),
+        "[2026-05-13 02:15:18.123 DP3 MOE_DP1 TP3 EP3] x": (3, 3, 3),
+        "[04:40:55 TP0] x": (0, None, None),  # 0.2/0.3: time only
+        "[12-16 14:27:08] x": (None, None, None),  # diffusion runtime: month-day
+        "[TP0] x": (0, None, None),  # no time
+        "2026-05-24 03:51:44 TP0] x": (0, None, None),  # a paste that lost the "["
+    }
+    for line, tags in cases.items():  # (tp, dp, ep)
+        p = parse_sglang_prefix(line)
+        assert p is not None, line
+        assert (p.tp, p.dp, p.ep) == tags, line
+        assert line[p.end:] == "x", line
+    a, b = parse_sglang_prefix("[12-16 14:27:08] x"), parse_sglang_prefix("[12-16 14:27:10] x")
+    assert a and b and a.log_t_s is not None and b.log_t_s == a.log_t_s + 2
+    assert parse_sglang_prefix("[TP0] x").log_t_s is None
+    for not_prefix in ("[INFO] POST", "[E421 02:05:38.764 ProcessGroupGloo.cpp:143] x", "[PG 3 Rank 5] x",
+                       "2025-04-07T19:13:52.317869663Z x", "[16:43:29x"):
+        assert parse_sglang_prefix(not_prefix) is None, not_prefix
+
+
+def test_c10_prefix_month_is_not_zero_padded() -> None:
+    from tuiapp.logwatch.prefix import parse_c10_prefix
+
+    c = parse_c10_prefix("[E210 02:06:33.347 file.cpp:1595] x")
+    assert c is not None and (c.level, c.month, c.day, c.time) == ("E", 2, 10, "02:06:33.347")
+    c = parse_c10_prefix("[W1129 10:00:00.123456789 ProcessGroupNCCL.cpp:632] x")
+    assert c is not None and (c.level, c.month, c.day) == ("W", 11, 29)
+    # and the tag is taken off, so the rules see the message
+    (a,) = [e for e in run("[rank1]:[E210 02:06:33.347982 ProcessGroupNCCL.cpp:1595] [PG ID 0 Rank 1] "
+                           "Watchdog caught collective operation timeout: WorkNCCL(SeqNum=5) ran for 600000 ms\n")
+            if e.kind == "alert"]
+    assert (a.alert_kind, a.ranks) == ("nccl", [1])
+
+
+def test_envelope_is_decided_from_the_first_lines_and_kept_for_display() -> None:
+    from tuiapp.logwatch.envelope import EnvelopeDetector
+
+    d = EnvelopeDetector()
+    lines = [f"sglang-1  | 2025-04-07T19:13:52.{k:09d}Z [2026-01-01 12:00:0{k} TP0] line {k}" for k in range(9)]
+    assert [d.unwrap(t) for t in lines][0] == "[2026-01-01 12:00:00 TP0] line 0"
+    assert d.decided and d.layers == ["compose", "docker_ts"]
+    # a line without the envelope (a collector that split a long line) is left as it is
+    assert d.unwrap("  continued") == "  continued"
+    # a log without an envelope keeps its lines whole, even one that looks like one later
+    d = EnvelopeDetector()
+    for k in range(9):
+        d.unwrap(f"[2026-01-01 12:00:0{k}] line {k}")
+    assert d.layers == [] and d.unwrap("web-1  | hello") == "web-1  | hello"
+    # LogLine events show the line as printed
+    ev = run("[pod/sglang-0/sglang] [2026-01-01 12:00:00 TP0] Load weight begin. avail mem=78.38 GB\n")
+    (log,) = of(ev, LogLine)
+    assert log.text.startswith("[pod/sglang-0/sglang] ") and log.tp_rank == 0
+
+
+def test_colours_and_ray_tags_come_off_anywhere() -> None:
+    from tuiapp.logwatch.envelope import strip_ansi, strip_ray
+
+    assert strip_ansi("\x1b[36m(WorkerDict pid=1)\x1b[0m x") == "(WorkerDict pid=1) x"
+    assert strip_ansi("^[[36m(WorkerDict pid=1)^[[0m x") == "(WorkerDict pid=1) x"
+    assert strip_ray("(WorkerDict pid=616, ip=192.168.149.159) frame #44") == "frame #44"
+    assert strip_ray("(sglang) root@epyc:~# python3 -m sglang.launch_server") == "(sglang) root@epyc:~# python3 -m sglang.launch_server"
+
+
+def test_a_record_glued_after_a_progress_bar_is_found() -> None:
+    text = ("Loading safetensors checkpoint shards: 100% Completed | 2/2 [00:01<00:00,  1.93it/s]"
+            "[2026-01-01 12:00:00 TP3] Scheduler hit an exception: Traceback (most recent call last):\n"
+            '  File "/sglang/srt/managers/scheduler.py", line 1, in run_scheduler_process\n'
+            "    x()\n"
+            "AssertionError: boom\n")
+    (a,) = [e for e in run(text) if e.kind == "alert"]
+    assert (a.alert_kind, a.ranks, a.first_line, a.signature_line) == ("assertion", [3], 1, 4)
+
+
+def test_compose_lines_of_its_own_before_the_prefixed_ones() -> None:
+    text = ("Attaching to sglang-1\n"
+            "sglang-1  | [2026-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+            'sglang-1  |   File "/sglang/srt/managers/scheduler.py", line 1, in run_scheduler_process\n'
+            "sglang-1  |     x()\n"
+            "sglang-1  | KeyError: 12\n"
+            "sglang-1 exited with code 1\n")
+    (a,) = [e for e in run(text) if e.kind == "alert"]
+    assert (a.alert_kind, a.ranks, a.first_line, a.signature_line) == ("keyerror", [0], 2, 5)

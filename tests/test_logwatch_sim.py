@@ -65,6 +65,15 @@ def kinds(alerts: list[Alert]) -> list[tuple[str, list[int]]]:
     return [(a.alert_kind, a.ranks) for a in alerts]
 
 
+def failures_then_death(alerts: list[Alert]) -> list[Alert]:
+    """The failures, after checking that the server's death came last, as its own crash
+    incident caused by one of them."""
+    *failures, death = alerts
+    assert death.alert_kind == "crash", kinds(alerts)
+    assert death.caused_by in {a.alert_id for a in failures}
+    return failures
+
+
 @pytest.mark.parametrize(("args", "env", "expected"), [
     (["--enable-torch-symm-mem"], None, [("keyerror", ALL)]),
     (["--enable-flashinfer-allreduce-fusion"], None, [("jit_arch", ALL)]),
@@ -72,12 +81,13 @@ def kinds(alerts: list[Alert]) -> list[tuple[str, list[int]]]:
 ], ids=["symm_mem_keyerror", "flashinfer_jit", "nccl_tree_graphs"])
 async def test_startup_failures(args: list[str], env: dict | None, expected: list) -> None:
     alerts = await run_sim(args, env, speed=50)
-    assert kinds(alerts) == expected
+    assert kinds(failures_then_death(alerts)) == expected
     assert all(a.severity == "error" for a in alerts)
 
 
 async def test_ep_flashinfer_assertion_then_oom() -> None:
-    alerts = await run_sim(["--moe-runner-backend", "flashinfer_cutlass", "--moe-a2a-backend", "flashinfer"], speed=50)
+    alerts = failures_then_death(
+        await run_sim(["--moe-runner-backend", "flashinfer_cutlass", "--moe-a2a-backend", "flashinfer"], speed=50))
     assert [a.alert_kind for a in alerts] == ["assertion", "oom"]
     assert sorted(alerts[0].ranks + alerts[1].ranks) == ALL
     assert alerts[0].message.startswith("AssertionError")
@@ -95,7 +105,7 @@ async def test_runtime_faults(fault: str, expected: list) -> None:
     extra = ["--watchdog-timeout", "300"] if fault == "hang" else []
     alerts = await run_sim(["--sim-fault", fault, *extra], speed=1000 if fault in ("hang", "nccl_timeout") else 200,
                            traffic=True)
-    assert kinds(alerts) == expected
+    assert kinds(failures_then_death(alerts)) == expected
     assert all(a.severity == "error" for a in alerts)
 
 

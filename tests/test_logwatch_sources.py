@@ -180,3 +180,16 @@ async def test_two_labelled_sources_make_one_incident_of_one_failure(tmp_path: P
     assert (joint.alert_kind, joint.nodes) == ("oom", ["node1", "node2"])
     assert joint.ranks == [0, 1, 8]
     assert (other.alert_kind, other.nodes, other.ranks) == ("keyerror", ["node2"], [9])
+
+
+def test_a_crash_points_at_the_joint_incident_its_cause_joined():
+    from tuiapp.logwatch.nodes import NodeMerger
+
+    seen: list[Alert] = []
+    merger = NodeMerger(seen.append)
+    a, b = merger.publisher("node1"), merger.publisher("node2")
+    a(Alert(t_s=1.0, alert_kind="nccl", severity="error", message="Watchdog caught collective timeout", alert_id=101))
+    b(Alert(t_s=1.5, alert_kind="nccl", severity="error", message="Watchdog caught collective timeout", alert_id=202))
+    b(Alert(t_s=2.0, alert_kind="crash", severity="error", message="Received sigquit", alert_id=203, caused_by=202))
+    assert [(e.alert_id, e.nodes) for e in seen[:2]] == [(101, ["node1"]), (101, ["node1", "node2"])]
+    assert seen[2].alert_id == 203 and seen[2].caused_by == 101

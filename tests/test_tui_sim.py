@@ -45,19 +45,22 @@ async def test_simulated_expert_parallel_failure_reaches_the_alerts_panel():
         for _ in range(600):  # up to 30 s on a loaded machine; usually a few
             newest = app.store.alerts_newest_first
             kinds = [a.alert_kind for a in newest]
+            failures = [a for a in newest if a.alert_kind != "crash"]
             # ranks keep joining their incident for a moment after it is first shown
-            if "oom" in kinds and "assertion" in kinds and sum(len(a.ranks) for a in newest[:2]) == 8:
+            if kinds[:3] == ["crash", "oom", "assertion"] and sum(len(a.ranks) for a in failures[:2]) == 8:
                 break
             await pilot.pause(0.05)
-        assert kinds[:2] == ["oom", "assertion"], kinds
+        # the server's death is an alert of its own, after the failure that caused it
+        assert kinds[:3] == ["crash", "oom", "assertion"], kinds
         await pilot.pause(0.3)  # one paint tick
         shown = [str(alerts.get_option_at_index(i).prompt) for i in range(alerts.option_count)]
-        assert "oom" in shown[0] and "assertion" in shown[1]
-        oom, assertion = app.store.alerts_newest_first[:2]
+        assert "crash" in shown[0] and "oom" in shown[1] and "assertion" in shown[2]
+        crash, oom, assertion = app.store.alerts_newest_first[:3]
+        assert crash.caused_by == oom.alert_id
         assert sorted(oom.ranks + assertion.ranks) == list(range(8))  # per-rank tracebacks grouped
-        assert f"rank {ranks_label(oom.ranks)}" in shown[0]
+        assert f"rank {ranks_label(oom.ranks)}" in shown[1]
 
-        await pilot.press("enter")  # the newest: the OOM
+        await pilot.press("down", "enter")  # the newest failure: the OOM
         assert isinstance(app.screen, AlertScreen)
         body = str(app.screen.query_one("#detail-body").render())
         assert "OutOfMemoryError" in body and "Traceback" in body

@@ -113,6 +113,8 @@ class Alert(_Event):
     source: str = "log"  # log | nvml | bench | launcher
     alert_id: int = 0  # same id again = an update (more ranks joined the group)
     nodes: list[str] = Field(default_factory=list)  # labelled log sources (attach --log NODE=...) it was seen on
+    signature_line: int | None = None  # the decisive line: where the message was read
+    caused_by: int | None = None  # a crash: alert_id of the error it followed
 
 
 # ---------------------------------------------------------------- benchmark loop

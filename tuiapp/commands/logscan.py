@@ -26,16 +26,59 @@ def scan_file(path: str) -> dict:
         raise UsageError(f"{path}: is a directory") from None
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
+    line_map: list[int] | None = None
     try:
         with stream:
-            while chunk := stream.read(1 << 20):
-                watcher.feed(chunk, now_s=0.0)
+            head = stream.read(1 << 16)
+            order = _newest_first_order(head, stream)
+            if order is not None:
+                data, line_map = order
+                watcher.feed(data, now_s=0.0)
+            else:
+                chunk = head
+                while chunk:
+                    watcher.feed(chunk, now_s=0.0)
+                    chunk = stream.read(1 << 20)
     except OSError as exc:
         raise UsageError(f"{path}: {exc.strerror or exc}") from None
     watcher.flush(now_s=0.0)
     summary = watcher.summary()
+    if line_map is not None:
+        # report the lines of the file as given, not of the re-ordered stream
+        for inc in summary["incidents"]:
+            for key in ("first_line", "signature_line"):
+                if inc[key] is not None and 0 < inc[key] <= len(line_map):
+                    inc[key] = line_map[inc[key] - 1]
     summary["_lines"] = watcher.lines
     return summary
+
+
+def _newest_first_order(head: bytes, stream) -> tuple[bytes, list[int]] | None:
+    """A collector export that lists the newest entry first (cloud logging, Kibana): the
+    whole file, entries put in the order they were written, and each new line's number in
+    the file. None for an ordinary file (the common case reads it as a stream)."""
+    from tuiapp.logwatch.envelope import EnvelopeDetector, entries_newest_first
+    from tuiapp.logwatch.lines import decode
+
+    sample = decode(head).split("\n")[:200]
+    det = EnvelopeDetector()
+    for line in sample:
+        det.unwrap(line)
+    if not det.layers or not entries_newest_first(sample, det):
+        return None
+    text = decode(head + stream.read())
+    lines = text.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    entries: list[list[int]] = []  # an entry: its header line and the lines that continue it
+    for i, line in enumerate(lines):
+        if det.timestamp(line) is not None or not entries:
+            entries.append([i])
+        else:
+            entries[-1].append(i)
+    order = [i for entry in reversed(entries) for i in entry]
+    data = "".join(lines[i] + "\n" for i in order).encode("utf-8", "surrogateescape")
+    return data, [i + 1 for i in order]
 
 
 def _report(path: str, s: dict) -> str:
@@ -56,7 +99,9 @@ def _report(path: str, s: dict) -> str:
         out.append(f"  incidents:        {len(incidents)}")
         for inc in incidents:
             ranks = ",".join(str(r) for r in inc["ranks"]) or "-"
-            out.append(f"  line {inc['first_line']:>7}  {inc['kind']:<11} ranks {ranks:<16} {inc['message']}")
+            cause = f" (after #{inc['caused_by']})" if inc.get("caused_by") else ""
+            out.append(f"  #{inc['id']:<3} line {inc['first_line']:>7}  {inc['kind']:<11} ranks {ranks:<16} "
+                       f"{inc['message']}{cause}")
     return "\n".join(out)
 
 

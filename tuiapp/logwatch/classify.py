@@ -2,14 +2,24 @@
 
 Rules are anchored at the start of a *candidate* line: the record's first message and
 its unindented continuation lines (exception lines, multi-line error bodies, nvcc
-output), with c10 ``[E... file.cpp:N]`` / ``[PG ... Rank N]`` tags stripped. Indented
-traceback lines (source code) are never matched, and neither is text in the middle of a
-message, so a logged prompt saying "out of memory", advice in a warning ("try
+output), with c10 ``[E... file.cpp:N]`` / ``[PG ... Rank N]`` tags and markdown a user
+typed around a paste (`` ` ``, ``**``) stripped, plus the ``what():`` line of a C++
+``terminate`` and the exception a wrapper names (``hit an exception: ValueError(...)``).
+Indented traceback lines (source code) are never matched, and neither is text in the
+middle of a message, so a logged prompt saying "out of memory", advice in a warning ("try
 --mem-fraction-static") or the server_args dump raise nothing.
 
-When several rules match one record the most specific kind wins (oom > nccl > jit_arch >
-keyerror > assertion > hang > kv_pressure > error > crash): a CUDA-graph capture failure
-caused by an AssertionError is an assertion; one caused by OOM is an oom.
+The kind follows the exception Python printed last, unless that one only wraps a more
+specific cause ("Capture cuda graph failed" around an AssertionError, "hit an exception",
+a build error around an unsupported architecture): then the most specific kind in the
+record wins (oom > nccl > jit_arch > keyerror > assertion > hang > kv_pressure > error >
+crash), and the message shown is the line that kind came from. A record without any
+rule but whose head is an exception line (``RuntimeError: ...`` printed without a
+``Traceback`` header) is a generic error.
+
+A record that names a failure and also shows the process dying (``terminate called
+after throwing ...``, ``Fatal Python error``) carries that death as ``Finding.death``: the
+death of the server is always an incident of its own.
 """
 
 from __future__ import annotations
@@ -20,11 +30,21 @@ from dataclasses import dataclass, field
 from tuiapp.logwatch.prefix import CPP_LOG_RE
 
 EXC_RE = re.compile(
-    r"((?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning))(?::\s*(.*))?$"
+    r"((?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning))"
+    r"(?:\([\w.]*\))?(?::\s*(.*))?$"
 )
+# an exception line a process printed on its own (no Traceback header): a CamelCase class
+# name and a message, so "Error: ..." or "ERROR: ..." prose is not one
+_BARE_EXC_RE = re.compile(
+    r"(?:[a-z_]\w*\.)*(?:[A-Z][A-Za-z0-9]*(?:Error|Exception)|Exception)(?:\([\w.]*\))?: \S")
 _QUIET_EXC = {"KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.CancelledError",
               "asyncio.exceptions.CancelledError", "GeneratorExit"}
 _TAGS_RE = re.compile(r"(?:\[(?:PG [^\]]*|Rank \d+)\] ?)+")
+_MARKUP_RE = re.compile(r"^(?:`+|\*\*|> )+|(?:`+|\*\*)\s*$")
+_WHAT_RE = re.compile(r"\s+what\(\):\s+")
+_REPR_RE = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\((['\"])(.*)\2\)\s*$")
+_WRAPPED_RE = re.compile(r"\w+ hit an exception: (?!Traceback)(.+)")
+_GLOO_C10_RE = re.compile(r"\[[EF]\d{3,4} [\d:.]+ (?:\d+ )?ProcessGroupGloo\.cpp:\d+\]")
 _E = r"[\w.]*(?:Error|Exception): "  # an exception line's type
 _TB_HEAD = "Traceback (most recent call last)"
 
@@ -39,29 +59,41 @@ class Rule:
     severity: str = "error"
     signature: str | None = None  # fixed signature: one incident whatever the text
     prio: float = 0.0
+    wrapper: bool = False  # only wraps a cause: a more specific kind elsewhere in the record wins
+    specific: int = 1  # crash lines: how much the line says about the death (the best one is shown)
 
 
 def _r(kind: str, pattern: str, severity: str = "error", signature: str | None = None,
-       flags: int = 0, prio: float | None = None) -> Rule:
+       flags: int = 0, prio: float | None = None, wrapper: bool = False, specific: int = 1) -> Rule:
     return Rule(kind, re.compile(pattern, flags), severity, signature,
-                PRIORITY.index(kind) if prio is None else prio)
+                PRIORITY.index(kind) if prio is None else prio, wrapper, specific)
 
+
+_CRASH = PRIORITY.index("crash")
 RULES: list[Rule] = [
     _r("oom", r"(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b"),
+    _r("oom", r"[\w.]*Error\((?:[\w.]*\.)?OutOfMemoryError\)"),  # ray.exceptions.RayTaskError(OutOfMemoryError)
     _r("oom", _E + r".*\bCUDA (?:error: )?out of memory"),
     _r("oom", _E + r"Not enough memory\b"),
     _r("oom", r"(?:" + _E + r")?(?:Prefill|Decode) out of memory\."),  # not "...memory happened"
     # a capture failure is an oom unless its cause names something more specific
     # (FlashInfer JIT arch, NCCL invalid usage, an assertion)
-    _r("oom", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed", prio=PRIORITY.index("error") - 0.5),
+    _r("oom", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed", prio=PRIORITY.index("error") - 0.5,
+       wrapper=True),
     _r("oom", _E + r".*CUBLAS_STATUS_ALLOC_FAILED"),
     _r("oom", r"\S+:\d+:\d+ \[\d+\] NCCL WARN .*out of memory"),
     _r("nccl", r"Watchdog caught collective operation timeout"),
     _r("nccl", r"(?:[\w.]+\.)?DistBackendError\b"),
     _r("nccl", _E + r".*\bNCCL (?:error|communicator was aborted)"),
-    _r("nccl", r"terminate called after throwing an instance of 'c10::DistBackendError'"),
+    # the what() line under it names the failure better
+    _r("nccl", r"terminate called after throwing an instance of 'c10::DistBackendError'", prio=1.1),
     _r("nccl", r"what\(\):.*(?:collective operation timeout|NCCL error)"),
     _r("nccl", r"Process group watchdog thread terminated with exception: .*(?:timeout|NCCL)"),
+    # Gloo (the CPU process group) fails the same ways NCCL does
+    _r("nccl", r"(?:" + _E + r")?\[[^\]]*gloo/transport/\w+/[\w.]+:\d+\] "),
+    _r("nccl", r"Gloo connectFullMesh failed\b"),
+    _r("nccl", r"(?:\[Rank \d+\]:? )?Ranks? [\d, ]+ failed to pass monitoredBarrier"),
+    _r("nccl", r"Rank \d+ successfully reached monitoredBarrier, but received errors"),
     # NCCL's own WARN level: real failures follow with an error (traceback, c10 watchdog)
     # that joins the same incident and makes it an error; a WARN at shutdown stays a warning
     _r("nccl", r"\S+:\d+:\d+ \[\d+\] NCCL WARN\b", "warning"),
@@ -81,32 +113,44 @@ RULES: list[Rule] = [
     _r("kv_pressure", r"KV cache pool is full\. Retract requests\.", "warning", "kv_pressure"),
     # the older spelling of the same retraction warning (logger.info, not a failure)
     _r("kv_pressure", r"[Dd]ecode out of memory happened\b", "warning", "kv_pressure"),
-    _r("error", r"\w+ hit an exception\b"),
-    _r("error", r"Initialization failed\. warmup error"),
+    _r("error", r"\w+ hit an exception\b", wrapper=True),
+    _r("error", r"Initialization failed\. warmup error", wrapper=True),
     _r("error", r"[\w.-]+\.py: error: "),  # argparse: unrecognized/ambiguous option
     _r("error", r"ERROR:\s+\[Errno \d+\] "),  # uvicorn: e.g. the port is taken
-    _r("crash", r"Received sigquit from a child process", signature="crash"),
-    _r("crash", r"SIGQUIT received\.", signature="crash"),
-    _r("crash", r"Subprocess \S+ \(pid=\d+\) crashed with exit code -?\d+", signature="crash"),
-    _r("crash", r"Rank \d+ scheduler died during initialization", signature="crash"),
-    _r("crash", r"Initialization failed\. Please see the error messages above", signature="crash"),
-    _r("crash", r"Fatal Python error: (?:Aborted|Segmentation fault)", signature="crash"),
-    _r("crash", r"(?:.*\bline \d+: +\d+ Killed\b|Killed\s*$)", signature="crash"),
-    _r("crash", r"Segmentation fault \(core dumped\)", signature="crash"),
+    # ways the server dies; `specific` ranks how much a line says about the death
+    _r("crash", r"(?:Message: ['\"])?Received sigquit from a child proces+\b", signature="crash", specific=0),
+    _r("crash", r"SIGQUIT received\.", signature="crash", specific=0),
+    _r("crash", r"Subprocess \S+ (?:\(pid=\d+\) )?crashed with exit code -?\d+", signature="crash", specific=3),
+    _r("crash", r"(?:" + _E + r")?Rank \d+ scheduler died during initialization", signature="crash", specific=3),
+    _r("crash", r"Rank \d+ scheduler is dead\b", signature="crash", specific=3),
+    _r("crash", r"Exit code: -?[1-9]\d*\s*$", signature="crash", specific=1),  # 0 is a clean exit
+    _r("crash", r"(?:" + _E + r")?Initialization failed\. Please see the error messages above",
+       signature="crash", specific=0, wrapper=True),
+    _r("crash", r"terminate called after throwing an instance of\b", signature="crash", specific=2),
+    _r("crash", r"Fatal Python error: (?:Aborted|Segmentation fault|Bus error|Floating point exception"
+       r"|Illegal instruction)", signature="crash", specific=2),
+    _r("crash", r"(?:.*\bline \d+: +\d+ Killed\b|Killed\s*$)", signature="crash", specific=0),
+    _r("crash", r"Segmentation fault \(core dumped\)", signature="crash", specific=2),
 ]
 # One pass over all rules for the common case of an ordinary line.
 _ANY_RULE_RE = re.compile("|".join(
     f"(?i:{r.regex.pattern})" if r.regex.flags & re.IGNORECASE else f"(?:{r.regex.pattern})"
     for r in RULES
 ))
+_DEATH_RULES = [r for r in RULES if r.kind == "crash"]
+_ANY_DEATH_RE = re.compile("|".join(f"(?:{r.regex.pattern})" for r in _DEATH_RULES))
+_GLOO_RULE = Rule("nccl", re.compile(""), prio=PRIORITY.index("nccl"))
+_BARE_RULE = Rule("error", _BARE_EXC_RE, prio=PRIORITY.index("error"))
+_FINAL_RULE = Rule("error", EXC_RE, prio=PRIORITY.index("error"))
 
 _RANK_RES = [
     re.compile(r"^Subprocess scheduler_(\d+) "),
-    re.compile(r"^Rank (\d+) scheduler died"),
+    re.compile(r"\bRank (\d+) scheduler (?:died|is dead)"),
     re.compile(r"\bRank (\d+)\]"),
     re.compile(r"^\S+:\d+:\d+ \[(\d+)\] NCCL "),
 ]
 _MAX_MESSAGE = 1000
+_WRAP_MIN = 60  # a line a terminal wrapped filled its width
 
 
 @dataclass(slots=True)
@@ -121,10 +165,13 @@ class Finding:
     # its cause (when a traceback arrives in pieces) is still the same incident
     aliases: list[str] = field(default_factory=list)
     incomplete: bool = False  # a traceback that never showed its exception line
+    line_index: int = 0  # which line of the record the message came from
+    specific: int = 1  # crash findings: how much the message says about the death
+    death: Finding | None = None  # the same record also shows the process dying
 
 
 def clean(line: str) -> str:
-    """A candidate line without c10 logging and PG/rank tags."""
+    """A candidate line without c10 logging, PG/rank tags and a user's markdown."""
     if line.startswith("["):
         m = CPP_LOG_RE.match(line)
         if m:
@@ -132,6 +179,8 @@ def clean(line: str) -> str:
         m = _TAGS_RE.match(line)
         if m:
             line = line[m.end():]
+    elif line.startswith(("`", "*", ">")) or line.endswith(("`", "*")):
+        line = _MARKUP_RE.sub("", line)
     return line
 
 
@@ -144,19 +193,36 @@ def normalise(message: str) -> str:
     return " ".join(text.split())[:200]
 
 
-def candidates(body: list[str]) -> list[str]:
-    out = [clean(body[0])] if body else []
-    for line in body[1:]:
-        if line and not line[0].isspace():
-            out.append(clean(line))
-    return out
+def _unrepr(text: str) -> str:
+    """``OutOfMemoryError('CUDA out of memory...')`` -> ``OutOfMemoryError: CUDA out of memory...``"""
+    m = _REPR_RE.match(text)
+    return f"{m.group(1)}: {m.group(3)}" if m else text
 
 
-def final_exception(body: list[str]) -> str | None:
+def candidates(body: list[str]) -> list[tuple[int, str]]:
+    """(line index, cleaned text) of the lines rules may match."""
+    if not body:
+        return []
+    out = [(0, clean(body[0]))]
+    for i in range(1, len(body)):
+        line = body[i]
+        if not line:
+            continue
+        if not line[0].isspace():
+            out.append((i, clean(line)))
+        elif line[1:2] == " " and _WHAT_RE.match(line):
+            out.append((i, clean(_WHAT_RE.sub("", line, count=1))))
+    wrapped = [(i, m.group(1)) for i, c in out if "hit an exception: " in c and (m := _WRAPPED_RE.match(c))]
+    out += wrapped
+    # a cause printed as a repr reads as the exception line it stands for
+    return [(i, _unrepr(c)) if ("('" in c or '("' in c) else (i, c) for i, c in out]
+
+
+def final_exception(body: list[str]) -> tuple[int, str] | None:
     """The last exception line after a "Traceback" header (the one Python prints last)."""
     seen_tb = False
     last = None
-    for line in body:
+    for i, line in enumerate(body):
         if not line or line[0].isspace():
             continue
         if _TB_HEAD in line:
@@ -165,43 +231,23 @@ def final_exception(body: list[str]) -> str | None:
         if seen_tb:
             c = clean(line)
             if EXC_RE.match(c):
-                last = c
+                last = (i, c)
     return last
 
 
-def classify(body: list[str]) -> Finding | None:
-    """The record's finding, None for an ordinary line."""
-    cands = candidates(body)
-    if not cands or cands[0].startswith("Exception ignored in"):
-        return None  # interpreter-shutdown noise from __del__
-    best: tuple[int, Rule, str] | None = None
-    for line in cands:
-        if not _ANY_RULE_RE.match(line):
-            continue
-        for rule in RULES:
-            if rule.regex.match(line):
-                if best is None or rule.prio < best[0]:
-                    best = (rule.prio, rule, line)
-                break
-    final = final_exception(body) if any(_TB_HEAD in b for b in body) else None
-    if best is None:
-        if final is None:
-            return None
-        exc_m = EXC_RE.match(final)
-        exc_name = exc_m.group(1) if exc_m else ""
-        if exc_name in _QUIET_EXC or exc_name.endswith("Warning"):
-            return None
-        best = (PRIORITY.index("error"), Rule("error", EXC_RE, prio=PRIORITY.index("error")), final)
-    _, rule, matched = best
-    if rule.kind == "error" and final is not None:
-        exc_m = EXC_RE.match(final)
-        if exc_m and exc_m.group(1) in _QUIET_EXC:
-            return None  # "Scheduler hit an exception: ... KeyboardInterrupt" on Ctrl-C
-    # The exception Python printed last names the failure; a tool's line (nvcc, c10) or a
-    # logged message is the better human line when no exception line matched.
-    use_final = final is not None and (rule.kind == "error" or EXC_RE.match(matched) is not None)
-    message = final if use_final else matched
-    message = message.strip()[:_MAX_MESSAGE]
+def _match(line: str) -> Rule | None:
+    """The most specific rule matching the line (a capture failure that names an
+    unsupported architecture is jit_arch, not oom)."""
+    if not _ANY_RULE_RE.match(line):
+        return None
+    best = None
+    for rule in RULES:
+        if (best is None or rule.prio < best.prio) and rule.regex.match(line):
+            best = rule
+    return best
+
+
+def _ranks(body: list[str]) -> list[int]:
     ranks: list[int] = []
     for line in body:
         for rx in _RANK_RES:
@@ -211,15 +257,95 @@ def classify(body: list[str]) -> Finding | None:
                 if r not in ranks:
                     ranks.append(r)
                 break
+    return ranks
+
+
+def _exc_name(line: str) -> str:
+    m = EXC_RE.match(line)
+    return m.group(1) if m else ""
+
+
+def _wrapped_line(body: list[str]) -> tuple[float, Rule, int, str] | None:
+    """A long line a terminal wrapped into several (a pasted capture): the rules see it whole."""
+    for i in range(min(len(body), 64) - 1):
+        line, nxt = body[i], body[i + 1]
+        # (a wrap may leave the next piece starting with the space it broke at; an
+        # indented line is a traceback frame, not a piece)
+        if len(line) < _WRAP_MIN or not nxt or nxt[:2].isspace() or nxt[0] == "\t" or (i and line[0].isspace()):
+            continue
+        joined = clean(line) + nxt
+        rule = _match(joined)
+        if rule is not None and not _match(clean(line)):
+            return (rule.prio, rule, i, joined)
+    return None
+
+
+def classify(body: list[str]) -> Finding | None:
+    """The record's finding, None for an ordinary line."""
+    cands = candidates(body)
+    if not cands or cands[0][1].startswith("Exception ignored in"):
+        return None  # interpreter-shutdown noise from __del__
+    best: tuple[float, Rule, int, str] | None = None
+    death: tuple[int, Rule, int, str] | None = None
+    for idx, line in cands:
+        rule = _match(line)
+        if rule is None:
+            continue
+        if _ANY_DEATH_RE.match(line):
+            drule = next(r for r in _DEATH_RULES if r.regex.match(line))
+            if death is None or drule.specific > death[0]:
+                death = (drule.specific, drule, idx, line)
+        if best is None or rule.prio < best[0]:
+            best = (rule.prio, rule, idx, line)
+    if (best is None or best[1].wrapper) and len(body) > 1:
+        best = _wrapped_line(body) or best
+    if best is None and body[0].startswith("[") and _GLOO_C10_RE.match(body[0]):
+        best = (_GLOO_RULE.prio, _GLOO_RULE, 0, cands[0][1])
+    has_tb = any(_TB_HEAD in b for b in body)
+    final = final_exception(body) if has_tb else None
+    if final is not None:
+        # the kind follows the exception printed last, unless it only wraps its cause
+        frule = _match(final[1])
+        if frule is not None and (
+                (frule.kind != "crash" and not frule.wrapper)
+                or (frule.kind == "crash" and (best is None or best[1].wrapper or best[1].kind == "crash"))):
+            best = (frule.prio, frule, final[0], final[1])
+    if best is None:
+        head = cands[0][1]
+        if final is None and _BARE_EXC_RE.match(head):
+            name = _exc_name(head)
+            if name in _QUIET_EXC or name.endswith("Warning"):
+                return None
+            best = (_BARE_RULE.prio, _BARE_RULE, 0, head)
+        elif final is None:
+            return None
+        else:
+            name = _exc_name(final[1])
+            if name in _QUIET_EXC or name.endswith("Warning"):
+                return None
+            best = (_FINAL_RULE.prio, _FINAL_RULE, final[0], final[1])
+    _, rule, idx, matched = best
+    if rule.kind == "error" and final is not None:
+        if _exc_name(final[1]) in _QUIET_EXC:
+            return None  # "Scheduler hit an exception: ... KeyboardInterrupt" on Ctrl-C
+        idx, matched = final  # a generic error: the exception Python printed last says what it was
+    message = matched.strip()[:_MAX_MESSAGE]
+    ranks = _ranks(body)
     # NCCL failures come as bursts of differently worded lines (NCCL WARN, c10 watchdog,
     # terminate/what(), DistBackendError tracebacks): one incident per burst.
     signature = "nccl" if rule.kind == "nccl" else rule.signature or f"{rule.kind}:{normalise(message)}"
     aliases: list[str] = []
     if rule.kind != "nccl" and rule.signature is None:
-        for c in cands:
+        for _, c in cands:
             if EXC_RE.match(c):
                 alias = f"{rule.kind}:{normalise(c)}"
                 if alias != signature and alias not in aliases:
                     aliases.append(alias)
-    incomplete = rule.kind == "error" and final is None and any(_TB_HEAD in b for b in body)
-    return Finding(rule.kind, rule.severity, message, signature, ranks, final is not None, aliases, incomplete)
+    incomplete = rule.kind == "error" and final is None and has_tb
+    f = Finding(rule.kind, rule.severity, message, signature, ranks, final is not None, aliases, incomplete,
+                idx, rule.specific)
+    if death is not None and rule.kind != "crash":
+        _, drule, didx, dline = death
+        f.death = Finding("crash", "error", dline.strip()[:_MAX_MESSAGE], "crash", list(ranks),
+                          line_index=didx, specific=drule.specific)
+    return f

@@ -5,9 +5,15 @@ one incident: it is re-published with the same ``alert_id`` and the grown rank l
 consumers replace by id. Closeness is judged on log timestamps when both records have
 one (so a finished log groups the way it did live) and on arrival time otherwise.
 
-Crash lines (sigquit, ``crashed with exit code``, ``died during initialization``) that
-follow an error incident within CONSEQUENCE_S are its consequences, not a new incident:
-they are folded into an earlier crash incident or dropped after any other error.
+The death of the server (sigquit, ``crashed with exit code``, ``scheduler is dead``,
+``terminate called``, ``Killed``) is always an incident of its own, kind ``crash``: a
+post-mortem must tell a server that survived an error (decode OOMs retract and go on) from
+one that died of it. Its ``caused_by`` is the error incident that preceded it within
+CONSEQUENCE_S, or one that opens within CAUSE_AFTER_S after it (the parent's sigquit line
+often reaches the log before the child's traceback). Death lines within CONSEQUENCE_S of
+a crash incident join it; the line that says most about the death (an exit code) is shown.
+After an orderly shutdown (``SIGTERM received``) the children's exits and the SIGQUIT that
+follows are the shutdown, not a death: they raise nothing.
 """
 
 from __future__ import annotations
@@ -20,6 +26,8 @@ from tuiapp.events import Alert
 from tuiapp.logwatch.classify import PRIORITY, Finding
 
 CONSEQUENCE_S = 30.0
+CAUSE_AFTER_S = 2.0
+SHUTDOWN_S = 300.0  # a drain waits for running requests; the exits after it are the shutdown
 KV_PRESSURE_WINDOW_S = 60.0  # retractions come in episodes; one alert per episode
 MAX_TRACEBACK_CHARS = 64 * 1024
 MAX_INCIDENTS = 10_000
@@ -41,6 +49,11 @@ class Incident:
     last_log_t: float | None
     last_wall_s: float
     ranks: list[int] = field(default_factory=list)
+    signature_line: int = 0  # the line the message came from
+    caused_by: int | None = None  # alert_id of the error a crash followed
+    specific: int = 1
+    first_log_t: float | None = None
+    first_wall_s: float = 0.0
 
     def to_alert(self) -> Alert:
         return Alert(
@@ -52,6 +65,8 @@ class Incident:
             traceback=self.traceback,
             source="log",
             alert_id=self.alert_id,
+            signature_line=self.signature_line,
+            caused_by=self.caused_by,
         )
 
 
@@ -61,6 +76,7 @@ class AlertGrouper:
         self.window_s = window_s
         self.incidents: list[Incident] = []
         self._by_sig: dict[tuple[str, str], Incident] = {}
+        self._shutdown: tuple[float | None, float] | None = None  # (log_t, wall) of SIGTERM
 
     @staticmethod
     def _near(inc: Incident, log_t: float | None, wall_s: float, window_s: float) -> bool:
@@ -68,54 +84,131 @@ class AlertGrouper:
             return abs(log_t - inc.last_log_t) <= window_s
         return abs(wall_s - inc.last_wall_s) <= window_s
 
+    def note_shutdown(self, log_t: float | None, wall_s: float) -> None:
+        """An orderly shutdown began (``SIGTERM received ... Draining requests``)."""
+        self._shutdown = (log_t, wall_s)
+
+    def _shutting_down(self, log_t: float | None, wall_s: float) -> bool:
+        if self._shutdown is None:
+            return False
+        s_log, s_wall = self._shutdown
+        if log_t is not None and s_log is not None:
+            return 0.0 <= log_t - s_log <= SHUTDOWN_S
+        return 0.0 <= wall_s - s_wall <= SHUTDOWN_S
+
     def add(self, f: Finding, ranks: list[int], line_no: int, text: str,
-            log_t: float | None, wall_s: float, into: Incident | None = None) -> Incident | None:
-        """The incident the finding joined or opened (None: folded away as a consequence).
+            log_t: float | None, wall_s: float, into: Incident | None = None,
+            sig_line: int | None = None) -> Incident | None:
+        """The incident the finding joined or opened (None: part of an orderly shutdown).
         ``into``: the incident of the record this one continues (a traceback that arrived
-        in pieces): the finding joins it whatever its wording."""
+        in pieces): the finding joins it whatever its wording. ``sig_line``: the line the
+        message came from (default: that line's offset in the record)."""
         ranks = sorted(set(ranks))
+        if sig_line is None:
+            sig_line = line_no + f.line_index
         keys = [(f.kind, k) for k in (f.signature, *f.aliases)]
         if into is not None:
-            self._join(into, ranks, line_no, text, f, log_t, wall_s, continued=True)
+            self._join(into, ranks, line_no, sig_line, text, f, log_t, wall_s, continued=True)
             self._register(keys, into)
             return into
         if f.kind == "crash":
-            for inc in reversed(self.incidents[-64:]):
-                if inc.severity == "error" and self._near(inc, log_t, wall_s, CONSEQUENCE_S):
-                    if inc.kind == "crash":
-                        self._join(inc, ranks, line_no, text, f, log_t, wall_s)
-                        return inc
-                    return None  # a consequence of that error: folded away
+            return self._add_crash(f, ranks, line_no, sig_line, text, log_t, wall_s)
         if f.incomplete:
             # a traceback cut short (its lines went to another rank's record, or were
-            # lost) is most likely the failure the other ranks printed at the same time
-            for inc in reversed(self.incidents[-64:]):
-                if inc.has_traceback and inc.severity == "error" and self._near(inc, log_t, wall_s, self.window_s):
-                    self._join(inc, ranks, line_no, text, f, log_t, wall_s)
-                    return inc
+            # lost) is most likely the failure the other ranks printed at the same time;
+            # the main process's own traceback after a death is that death's
+            target = self._latest(lambda i: i.kind != "crash" and i.severity == "error", log_t, wall_s,
+                                  self.window_s)
+            if target is None and not ranks:
+                target = self._latest(lambda i: i.kind == "crash", log_t, wall_s, self.window_s)
+            if target is not None:
+                self._join(target, ranks, line_no, sig_line, text, f, log_t, wall_s)
+                return target
         window = KV_PRESSURE_WINDOW_S if f.kind == "kv_pressure" else self.window_s
         for key in keys:
             inc = self._by_sig.get(key)
             if inc is not None and self._near(inc, log_t, wall_s, window):
-                self._join(inc, ranks, line_no, text, f, log_t, wall_s)
+                self._join(inc, ranks, line_no, sig_line, text, f, log_t, wall_s)
                 self._register(keys, inc)
                 return inc
+        inc = self._open(f, ranks, line_no, sig_line, text, log_t, wall_s)
+        self._register(keys, inc)
+        if f.severity == "error":
+            self._adopt(inc)
+        return inc
+
+    def _open(self, f: Finding, ranks: list[int], line_no: int, sig_line: int, text: str,
+              log_t: float | None, wall_s: float, caused_by: int | None = None) -> Incident:
         inc = Incident(
             alert_id=next(_alert_ids), kind=f.kind, severity=f.severity, signature=f.signature,
             message=f.message, first_line=line_no, traceback=text[:MAX_TRACEBACK_CHARS],
             has_traceback=f.has_traceback, last_log_t=log_t, last_wall_s=wall_s, ranks=ranks,
+            signature_line=sig_line, caused_by=caused_by, specific=f.specific,
+            first_log_t=log_t, first_wall_s=wall_s,
         )
-        self._register(keys, inc)
         if len(self.incidents) < MAX_INCIDENTS:
             self.incidents.append(inc)
         self._publish(inc.to_alert())
         return inc
 
+    def _latest(self, pred: Callable[[Incident], bool], log_t: float | None, wall_s: float,
+                window_s: float) -> Incident | None:
+        for inc in reversed(self.incidents[-64:]):
+            if pred(inc) and self._near(inc, log_t, wall_s, window_s):
+                return inc
+        return None
+
+    def _add_crash(self, f: Finding, ranks: list[int], line_no: int, sig_line: int, text: str,
+                   log_t: float | None, wall_s: float) -> Incident | None:
+        if self._shutting_down(log_t, wall_s):
+            return None
+        inc = self._latest(lambda i: i.kind == "crash", log_t, wall_s, CONSEQUENCE_S)
+        if inc is not None:
+            changed = False
+            new = [r for r in ranks if r not in inc.ranks]
+            if new:
+                inc.ranks.extend(new)
+                changed = True
+            if f.message.startswith("Exit code:"):
+                if "exit code" not in inc.message.lower():
+                    inc.message = f"{inc.message} {f.message}"
+                    changed = True
+            elif f.specific > inc.specific:
+                inc.message, inc.signature_line, inc.specific = f.message, sig_line, f.specific
+                changed = True
+            if line_no < inc.first_line:
+                inc.first_line = line_no
+                changed = True
+            inc.last_wall_s = wall_s
+            if log_t is not None:
+                inc.last_log_t = log_t
+            if changed:
+                self._publish(inc.to_alert())
+            return inc
+        cause = self._latest(lambda i: i.kind != "crash" and i.severity == "error", log_t, wall_s,
+                             CONSEQUENCE_S)
+        return self._open(f, ranks, line_no, sig_line, text, log_t, wall_s,
+                          caused_by=cause.alert_id if cause is not None else None)
+
+    def _adopt(self, err: Incident) -> None:
+        """A death logged just before the error that caused it takes that error as its cause."""
+        for inc in reversed(self.incidents[-64:-1]):
+            if inc.kind != "crash" or inc.caused_by is not None:
+                continue
+            if err.first_log_t is not None and inc.first_log_t is not None:
+                ok = 0.0 <= err.first_log_t - inc.first_log_t <= CAUSE_AFTER_S
+            else:
+                ok = 0.0 <= err.first_wall_s - inc.first_wall_s <= CAUSE_AFTER_S
+            if ok:
+                inc.caused_by = err.alert_id
+                self._publish(inc.to_alert())
+            break
+
     def _register(self, keys: list[tuple[str, str]], inc: Incident) -> None:
         for key in keys:
             self._by_sig[key] = inc
 
-    def _join(self, inc: Incident, ranks: list[int], line_no: int, text: str, f: Finding,
+    def _join(self, inc: Incident, ranks: list[int], line_no: int, sig_line: int, text: str, f: Finding,
               log_t: float | None, wall_s: float, continued: bool = False) -> None:
         changed = False
         if line_no < inc.first_line:  # a record finished late (a traceback cut short)
@@ -130,7 +223,7 @@ class AlertGrouper:
             changed = True
         if f.severity == "error" and inc.severity != "error":
             inc.severity = "error"  # e.g. failed health checks, then the watchdog fires
-            inc.message = f.message
+            inc.message, inc.signature_line = f.message, sig_line
             changed = True
         if continued:
             # the rest of a traceback: its last exception is the one to show
@@ -138,7 +231,7 @@ class AlertGrouper:
                 inc.kind = f.kind
                 changed = True
             if f.message != inc.message:
-                inc.message = f.message
+                inc.message, inc.signature_line = f.message, sig_line
                 inc.has_traceback = inc.has_traceback or f.has_traceback
                 inc.traceback = (inc.traceback + "\n" + text)[:MAX_TRACEBACK_CHARS]
                 changed = True
@@ -146,7 +239,8 @@ class AlertGrouper:
             # e.g. "Prefill out of memory" logged first, its traceback right after
             inc.has_traceback = True
             inc.traceback = text[:MAX_TRACEBACK_CHARS]
-            inc.message = f.message
+            if f.message != inc.message:
+                inc.message, inc.signature_line = f.message, sig_line
             changed = True
         if changed:
             self._publish(inc.to_alert())

@@ -74,6 +74,9 @@ class NodeMerger:
 
     def _alert(self, node: str, ev: Alert) -> None:
         key = (node, ev.alert_id)
+        cause = self._by_part.get((node, ev.caused_by)) if ev.caused_by else None
+        if cause is not None and cause.alert_id != ev.caused_by:
+            ev = ev.model_copy(update={"caused_by": cause.alert_id})  # its cause joined another node's incident
         now = time.monotonic()
         joint = self._by_part.get(key)
         if joint is None:

@@ -1,8 +1,11 @@
 """Line prefixes: SGLang's ``[ts DPn TPn EPn]``, an optional Ray actor tag before it, and
-PyTorch's per-line ``[rankN]:``.
+PyTorch's per-line ``[rankN]:`` with its c10 ``[E210 02:06:33.347 file.cpp:N]``.
 
-Format (sglang/srt/utils/common.py configure_logger, scheduler.py prefix order):
-``[%Y-%m-%d %H:%M:%S[.mmm][ DPn][ PPn][ ATTN_CPn][ MOE_DPn][ TPn][ EPn]] message``.
+SGLang's format (sglang/srt/utils/common.py configure_logger, scheduler.py prefix order) is
+``[%Y-%m-%d %H:%M:%S[.mmm][ DPn][ PPn][ ATTN_CPn][ MOE_DPn][ TPn][ EPn]] message``; across
+versions and forks it has also been ``[%H:%M:%S TPn]`` (0.2/0.3), ``[%m-%d %H:%M:%S]`` (the
+diffusion runtime), ``[TPn]`` without a time, and no tag at all on one GPU. A paste that lost
+the first character still starts ``2026-05-24 03:51:44 TP0] ``.
 """
 
 from __future__ import annotations
@@ -11,54 +14,71 @@ import calendar
 import re
 from dataclasses import dataclass
 
+_TAGS = r"((?: (?:[A-Z]+_)*[A-Z]{2,}\d+)*)"
 SGLANG_PREFIX_RE = re.compile(
     r"(?:\([^()]*pid=\d+[^()]*\) )?"
-    r"\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?"
-    r"((?: (?:DP|PP|ATTN_CP|MOE_DP|TP|EP)\d+)*)\] ?"
+    r"(?:\[(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?" + _TAGS + r"\] ?"
+    r"|(\d{4})-(\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?" + _TAGS + r"\] "  # lost "["
+    r"|\[(?:(\d\d)-(\d\d) )?(\d\d):(\d\d):(\d\d)(?:[.,](\d{1,6}))?" + _TAGS + r"\] ?"  # [12-16 14:27:08] [04:40:55 TP0]
+    r"|\[((?:[A-Z]+_)*[A-Z]{2,}\d+(?: (?:[A-Z]+_)*[A-Z]{2,}\d+)*)\] )"  # [TP0] without a time
 )
-_TAG_RE = re.compile(r"(DP|PP|ATTN_CP|MOE_DP|TP|EP)(\d+)")
+_TAG_RE = re.compile(r"((?:[A-Z]+_)*[A-Z]{2,})(\d+)")
 TORCH_RANK_RE = re.compile(r"\[rank(\d+)\]: ?")
-# c10 logging inside a [rankN]: line: "[E1129 10:00:00.123456789 ProcessGroupNCCL.cpp:632] "
-CPP_LOG_RE = re.compile(r"\[([IWEF])\d{4} [\d:.]+ (?:\d+ )?[\w./-]+:\d+\] ?")
+# c10 logging: "[E1129 10:00:00.123456789 ProcessGroupNCCL.cpp:632] ". glog writes the month
+# without a leading zero, so February 10 is "E210" and November 29 is "E1129".
+CPP_LOG_RE = re.compile(r"\[([IWEF])(\d{3,4}) ([\d:.]+) (?:\d+ )?[\w./-]+:\d+\] ?")
 
 
 @dataclass(slots=True)
 class Prefix:
     end: int  # where the message starts
-    log_t_s: float
+    log_t_s: float | None
     tp: int | None = None
     dp: int | None = None
     ep: int | None = None
+    dated: bool = False  # the prefix names the year (not time only or month-day)
 
 
 _epoch_cache: dict[tuple[str, ...], float] = {}
 
 
-def _epoch(groups: tuple[str, ...]) -> float:
+def epoch_s(y: str, mo: str, d: str, h: str, mi: str, s: str, frac: str | None) -> float:
     # Log timestamps are local time without a zone; they are only compared with each
     # other (grouping windows), so reading them as UTC is harmless.
-    key = groups[:6]
+    key = (y, mo, d, h, mi, s)
     t = _epoch_cache.get(key)
     if t is None:
         if len(_epoch_cache) > 64:  # log lines come in time order: recent seconds suffice
             _epoch_cache.clear()
-        y, mo, d, h, mi, s = (int(g) for g in key)
+        yi, moi, di, hi, mii, si = (int(g) for g in key)
         # timegm rejects only a year or month out of range (a garbled line): clamp, never raise
-        t = float(calendar.timegm((max(y, 1), min(max(mo, 1), 12), d, h, mi, s, 0, 0, 0)))
+        t = float(calendar.timegm((max(yi, 1), min(max(moi, 1), 12), di, hi, mii, si, 0, 0, 0)))
         _epoch_cache[key] = t
-    frac = groups[6]
     return t + (int(frac) / 10 ** len(frac) if frac else 0.0)
 
 
 def parse_sglang_prefix(text: str) -> Prefix | None:
-    if not text or text[0] not in "[(":
+    if not text or text[0] not in "[(2":
         return None
     m = SGLANG_PREFIX_RE.match(text)
     if m is None:
         return None
-    groups = m.groups()
-    p = Prefix(end=m.end(), log_t_s=_epoch(groups[:7]))
-    tags = groups[7]
+    g = m.groups()
+    if g[0] is not None:
+        log_t: float | None = epoch_s(*g[0:7])
+        tags = g[7]
+    elif g[8] is not None:
+        log_t = epoch_s(*g[8:15])
+        tags = g[15]
+    elif g[18] is not None:
+        # no year (month-day) or no date at all (time only): a fixed year keeps the
+        # times comparable with each other, which is all grouping needs
+        log_t = epoch_s("2000", g[16] or "01", g[17] or "01", g[18], g[19], g[20], g[21])
+        tags = g[22]
+    else:
+        log_t = None
+        tags = g[23]
+    p = Prefix(end=m.end(), log_t_s=log_t, dated=g[0] is not None or g[8] is not None)
     if tags:
         for name, num in _TAG_RE.findall(tags):
             if name == "TP":
@@ -68,3 +88,21 @@ def parse_sglang_prefix(text: str) -> Prefix | None:
             elif name == "EP":
                 p.ep = int(num)
     return p
+
+
+@dataclass(slots=True)
+class CppLog:
+    level: str  # I W E F
+    month: int
+    day: int
+    time: str
+    end: int
+
+
+def parse_c10_prefix(text: str) -> CppLog | None:
+    """``[E210 02:06:33.347 file.cpp:1595] ...`` -> level E, 10 February."""
+    m = CPP_LOG_RE.match(text)
+    if m is None:
+        return None
+    md = m.group(2)
+    return CppLog(m.group(1), int(md[:-2]), int(md[-2:]), m.group(3), m.end())

@@ -1,5 +1,10 @@
 """The log watcher: server output bytes -> LogLine, ServerStats, ServerState, Alert events.
 
+Envelopes. Each line first loses what a log collector wrapped around it (docker -t,
+compose, kubectl --prefix, journald, cloud exports, ANSI colours, Ray actor tags; see
+envelope.py), decided from the stream's first lines; LogLine text and tracebacks keep the
+line as it arrived.
+
 Records. A line with SGLang's ``[ts ... TPn]`` prefix starts a record; unprefixed lines
 after it are its continuation (tracebacks are one logging record with embedded newlines),
 except lines that are plainly their own thing: tqdm bars ("\\r"), NCCL INFO/WARN, Gloo,
@@ -26,10 +31,17 @@ from typing import Any
 
 from tuiapp.events import LogLine, ServerState, ServerStats
 from tuiapp.logwatch.batchstats import parse_batch_line
-from tuiapp.logwatch.classify import _TB_HEAD, EXC_RE, Finding, classify
+from tuiapp.logwatch.classify import _BARE_EXC_RE, _TB_HEAD, EXC_RE, Finding, classify
+from tuiapp.logwatch.envelope import EnvelopeDetector
 from tuiapp.logwatch.grouping import AlertGrouper
 from tuiapp.logwatch.lines import Line, LineSplitter
-from tuiapp.logwatch.prefix import CPP_LOG_RE, TORCH_RANK_RE, parse_sglang_prefix
+from tuiapp.logwatch.prefix import (
+    CPP_LOG_RE,
+    TORCH_RANK_RE,
+    epoch_s,
+    parse_c10_prefix,
+    parse_sglang_prefix,
+)
 from tuiapp.server.output import READY_LINE
 
 IDLE_S = 0.03
@@ -51,6 +63,10 @@ _RAW_START_RE = re.compile(
     r"terminate called after throwing|Fatal Python error:|Segmentation fault|Killed\s*$"
     r"|Process \w+-\d+:$|Exception ignored in|usage: "
 )
+# A record glued after a progress bar that ended without "\r" (a pasted terminal capture).
+_GLUED_RE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+_ACCESS_LOG = "INFO:     "  # uvicorn's access log: one line per request, never a failure
+_SHUTDOWN_RE = re.compile(r"SIGTERM received\b|Received SIGTERM\b")
 _WARN_RE = re.compile(
     r"(?:WARNING|Warning|WARN)\b|\S+\.py:\d+: \w*Warning: |Setup Custom allreduce failed"
     r"|TorchSymmMemCommunicator: |.*\bis deprecated\b"
@@ -71,6 +87,7 @@ class Record:
     has_tb: bool = False
     last_nonblank: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
+    nums: list[int] = field(default_factory=list)  # line number of each body line (ranks interleave)
 
     def track(self, line: str) -> None:
         if not line or line.isspace():
@@ -82,9 +99,12 @@ class Record:
             self.in_tb = False
         self.last_nonblank = line
 
-    def add(self, text: str, body_line: str, wall: float) -> None:
+    def add(self, text: str, body_line: str, wall: float, line_no: int) -> None:
+        if not self.nums:
+            self.nums.append(self.line_no)
         self.texts.append(text)
         self.body.append(body_line)
+        self.nums.append(line_no)
         self.last_wall = wall
         self.track(body_line)
 
@@ -111,6 +131,10 @@ class LogWatcher:
         self._ready_events = ready_events  # False: the launcher reports readiness itself
         self.idle_s = idle_s
         self._lines = LineSplitter()
+        self._env = EnvelopeDetector()  # the collector's wrapping, decided from the first lines
+        self._year: int | None = None  # of the last dated SGLang line (c10 times have none)
+        self._month = 0
+        self._day = -1  # the date those were read from (epoch days)
         self._open: Record | None = None
         self._rank_open: dict[int, Record] = {}
         self._pending: list[Record] = []
@@ -149,6 +173,7 @@ class LogWatcher:
         with self._lock:
             self.flush()
             self._lines.reset()
+            self._env = EnvelopeDetector()
             self._last_closed = None
 
     def poll(self, now_s: float | None = None) -> None:
@@ -224,11 +249,19 @@ class LogWatcher:
             "decode_lines": self.decode_lines,
             "last_gen_throughput": last_gen,
             "last_accept_len": last_acc,
-            "incidents": [
-                {"kind": i.kind, "ranks": sorted(i.ranks), "first_line": i.first_line, "message": i.message}
-                for i in self._grouper.incidents
-            ],
+            "incidents": self._incident_rows(),
         }
+
+    def _incident_rows(self) -> list[dict[str, Any]]:
+        # ids in a summary count from 1 in file order; alert ids are process-wide
+        incs = self._grouper.incidents
+        num = {inc.alert_id: k for k, inc in enumerate(incs, 1)}
+        return [
+            {"id": k, "kind": i.kind, "ranks": sorted(i.ranks), "first_line": i.first_line,
+             "signature_line": i.signature_line, "message": i.message,
+             "caused_by": num.get(i.caused_by) if i.caused_by is not None else None}
+            for k, i in enumerate(incs, 1)
+        ]
 
     @property
     def incidents(self) -> list:
@@ -241,15 +274,23 @@ class LogWatcher:
     # ------------------------------------------------------------ records
 
     def _on_line(self, line: Line, wall: float) -> None:
-        text = line.text
+        orig = line.text  # shown as printed; parsed without the collector's envelope
+        text = self._env.unwrap(orig)
         if line.progress:
-            self._standalone(line, text, wall)
+            self._standalone(line, orig, wall, text)
             return
         p = parse_sglang_prefix(text)
+        if p is None and ("it/s]" in text or "%|" in text or "s/it]" in text) and (g := _GLUED_RE.search(text)):
+            p = parse_sglang_prefix(text[g.start():])
+            if p is not None:
+                text = text[g.start():]
         if p is not None:
             msg = text[p.end:]
+            if p.dated and p.log_t_s is not None and int(p.log_t_s // 86400) != self._day:
+                self._day = int(p.log_t_s // 86400)
+                self._year, self._month = _year_month(p.log_t_s)
             self._close_main()
-            rec = Record(line.line_no, [text], [msg], p.tp, p.dp, p.ep, p.log_t_s, wall)
+            rec = Record(line.line_no, [orig], [msg], p.tp, p.dp, p.ep, p.log_t_s, wall)
             rec.track(msg)
             self._open = rec
             self._on_head(rec, msg)
@@ -257,14 +298,17 @@ class LogWatcher:
         if text.startswith("[rank"):
             m = TORCH_RANK_RE.match(text)
             if m:
-                self._on_rank_line(int(m.group(1)), line, text, text[m.end():], wall)
+                self._on_rank_line(int(m.group(1)), line, orig, text[m.end():], wall)
                 return
         if _STANDALONE_RE.match(text):
-            self._standalone(line, text, wall)
+            self._standalone(line, orig, wall, text)
             return
         target = None if _RAW_START_RE.match(text) else self._continuation_target(text)
+        if (target is not None and target is self._open and not target.has_tb and not target.waiting
+                and not target.last_nonblank[:1].isspace() and _BARE_EXC_RE.match(text)):
+            target = None  # an exception printed on its own after an ordinary record starts one
         if target is not None:
-            target.add(text, text, wall)
+            target.add(orig, text, wall, line.line_no)
             if len(target.texts) >= MAX_RECORD_LINES:
                 self._cut_record(target)
             return
@@ -279,7 +323,7 @@ class LogWatcher:
             or (text.startswith(_TB_HEAD) and inherit.expects_traceback()))
         if inherit is not None and (inherit.extra.get("cut") or late):
             tp, dp, ep = inherit.tp, inherit.dp, inherit.ep  # a late or cut-off continuation
-        rec = Record(line.line_no, [text], [text], tp, dp, ep, None, wall)
+        rec = Record(line.line_no, [orig], [text], tp, dp, ep, None, wall)
         if late:
             rec.extra["cont_of"] = inherit  # a failure in it belongs to that record's incident
         rec.track(text)
@@ -313,7 +357,7 @@ class LogWatcher:
                 new = False  # a chained exception follows
         if not new:
             assert cur is not None
-            cur.add(text, content, wall)
+            cur.add(text, content, wall, line.line_no)
             if len(cur.texts) >= MAX_RECORD_LINES:
                 self._cut_record(cur)
             return
@@ -321,8 +365,28 @@ class LogWatcher:
             del self._rank_open[rank]
         self._settle(main=False, also=cur)
         rec = Record(line.line_no, [text], [content], rank, None, None, None, wall)
+        rec.log_t = self._c10_time(content)
         rec.track(content)
         self._rank_open[rank] = rec
+
+    def _c10_time(self, content: str) -> float | None:
+        """A c10 line's time (``[E321 02:07:08.408 ...]``: 21 March), in the year of the last
+        dated SGLang line (c10 prints none), so two failures hours apart stay two incidents.
+        None before any dated line: then closeness is judged on arrival, as for any line
+        without a time."""
+        if self._year is None or not content.startswith("["):
+            return None
+        c = parse_c10_prefix(content)
+        if c is None or not 1 <= c.month <= 12:
+            return None
+        year = self._year + 1 if c.month < self._month - 6 else self._year  # past New Year
+        h, _, rest = c.time.partition(":")
+        mi, _, sec = rest.partition(":")
+        whole, _, frac = sec.partition(".")
+        try:
+            return epoch_s(str(year), str(c.month), str(c.day), h, mi, whole, frac[:6] or None)
+        except ValueError:
+            return None
 
     def _close_main(self) -> None:
         self._settle(main=True)
@@ -366,9 +430,9 @@ class LogWatcher:
         for rec in sorted(records, key=lambda r: (r.in_tb, r.line_no)):
             self._finish(rec)
 
-    def _standalone(self, line: Line, text: str, wall: float) -> None:
+    def _standalone(self, line: Line, text: str, wall: float, body: str | None = None) -> None:
         self._settle(main=False)
-        rec = Record(line.line_no, [text], [text], None, None, None, None, wall)
+        rec = Record(line.line_no, [text], [text if body is None else body], None, None, None, None, wall)
         rec.extra["progress"] = line.progress
         self._finish(rec, keep_last=False)
 
@@ -378,6 +442,7 @@ class LogWatcher:
             if parsed is None:
                 return
             source, fields = parsed
+            rec.extra["stats"] = True  # a statistics line is never a failure: not classified
             if source == "log_decode":
                 self.decode_lines += 1
                 if "gen_throughput_tok_s" in fields:
@@ -396,8 +461,11 @@ class LogWatcher:
         while len(texts) > 1 and not texts[-1].strip():
             texts.pop()
             rec.body.pop()
+            if rec.nums:
+                rec.nums.pop()
         finding: Finding | None = None
-        if not rec.extra.get("progress"):
+        if not rec.extra.get("progress") and not (len(texts) == 1 and (
+                rec.extra.get("stats") or rec.body[0].startswith(_ACCESS_LOG))):
             finding = classify(rec.body)
         text = "\n".join(texts) if (self._log_lines or finding is not None) else ""
         if self._log_lines:
@@ -419,8 +487,23 @@ class LogWatcher:
             # the record's own prefix says whose it is; ranks in the text (a peer named in
             # an NCCL message) count only for records without one
             ranks = [rec.tp] if rec.tp is not None else finding.ranks
-            into = self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall, into=into)
+            into = self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall, into=into,
+                                     sig_line=_line_of(rec, finding.line_index))
+            if finding.death is not None:
+                self._grouper.add(finding.death, ranks, rec.line_no, text, rec.log_t, rec.last_wall,
+                                  sig_line=_line_of(rec, finding.death.line_index))
+        elif _SHUTDOWN_RE.match(rec.body[0]):
+            self._grouper.note_shutdown(rec.log_t, rec.last_wall)
         rec.extra["incident"] = into  # a piece that continues this one joins the same incident
+
+
+def _year_month(t: float) -> tuple[int, int]:
+    tm = time.gmtime(t)
+    return tm.tm_year, tm.tm_mon
+
+
+def _line_of(rec: Record, index: int) -> int:
+    return rec.nums[index] if index < len(rec.nums) else rec.line_no + index
 
 
 def _level(head: str) -> str:

@@ -200,8 +200,9 @@ class Printer:
             previous = self.alerts.get(ev.alert_id)
             self.alerts[ev.alert_id] = ev
             if previous is not None:
-                if (set(ev.ranks), set(ev.nodes), ev.severity, ev.message) != (
-                        set(previous.ranks), set(previous.nodes), previous.severity, previous.message):
+                if ((set(ev.ranks), set(ev.nodes), ev.severity, ev.message, ev.caused_by)
+                        != (set(previous.ranks), set(previous.nodes), previous.severity, previous.message,
+                            previous.caused_by)):
                     self._pending_updates[ev.alert_id] = ev  # printed before the next line
                 return
             else:
@@ -215,9 +216,10 @@ class Printer:
     def _print_alert(self, ev: Alert, tag: str) -> None:
         line = f" line={ev.first_line}" if ev.first_line is not None else ""
         nodes = f" nodes={','.join(ev.nodes)}" if ev.nodes else ""
+        cause = f" after=alert#{ev.caused_by}" if ev.caused_by else ""  # a death, and the error it followed
         (self._write if tag == "update" else self._print)(
             ev.t_s, "ALERT",
-            f"{ev.alert_kind} {ev.severity} {tag}{nodes} ranks={_ranks(ev.ranks)}{line} source={ev.source}: {ev.message}",
+            f"{ev.alert_kind} {ev.severity} {tag}{nodes} ranks={_ranks(ev.ranks)}{line}{cause} source={ev.source}: {ev.message}",
         )
 
     def _gpu(self, ev: GpuSample) -> None:

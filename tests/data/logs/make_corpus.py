@@ -53,8 +53,17 @@ class Log:
         head = f"({ray}) " if ray else ""
         return self.raw(f"{head}[{self.ts()}{tags}] {msg}")
 
-    def incident(self, kind: str, ranks: list[int], first_line: int, message: str) -> None:
-        self.incidents.append({"kind": kind, "ranks": sorted(ranks), "first_line": first_line, "message": message})
+    def incident(self, kind: str, ranks: list[int], first_line: int, message: str,
+                 signature_line: int | None = None, caused_by: int | None = None) -> int:
+        """Records the ground truth; returns the incident's id (incidents count from 1 in file order)."""
+        self.incidents.append({"id": len(self.incidents) + 1, "kind": kind, "ranks": sorted(ranks),
+                               "first_line": first_line, "signature_line": signature_line, "message": message,
+                               "caused_by": caused_by})
+        return len(self.incidents)
+
+    def death(self, line: int, message: str, ranks: list[int] | None = None) -> int:
+        """The server died at ``line``: its own crash incident, caused by the incident before it."""
+        return self.incident("crash", ranks or [], line, message, line, self.incidents[-1]["id"] if self.incidents else None)
 
     def write(self, name: str) -> None:
         (HERE / f"{name}.log").write_bytes("".join(self.parts).encode("utf-8", "surrogateescape"))
@@ -66,12 +75,22 @@ class Log:
         else:
             gen = self.gen[None]
         acc = None if not self.acc else round(sum(self.acc.values()) / len(self.acc), 2)
+        lines = "".join(self.parts).split("\n")
+        for inc in self.incidents:
+            if inc["signature_line"] is None:
+                # the decisive line: the first line of the incident that ends with its message
+                head = inc["message"].split("\n")[0]
+                inc["signature_line"] = next(n for n in range(inc["first_line"], len(lines) + 1)
+                                             if lines[n - 1].rstrip().endswith(head))
         expected = {"ready": self.ready, "decode_lines": self.decode, "last_gen_throughput": gen,
                     "last_accept_len": acc, "incidents": self.incidents}
         (HERE / f"{name}.expected.json").write_text(json.dumps(expected, indent=2) + "\n")
 
 
 # ------------------------------------------------------------------ building blocks
+
+SIGQUIT_OLD = "Received sigquit from a child process. It usually means the child failed."
+SIGQUIT_0523 = "SIGQUIT received. signum=None, frame=None. It usually means one child failed."
 
 SERVER_ARGS_0523 = (
     "server_args={'model_path': 'moonshotai/Kimi-K2.5', 'tokenizer_path': 'moonshotai/Kimi-K2.5', "
@@ -347,7 +366,7 @@ def assertion_8ranks() -> None:
         if rng.random() < 0.5:
             log.rec(f"INFO:     127.0.0.1:{41000 + i} - \"POST /generate HTTP/1.1\" 200 OK")
     log.incident("assertion", list(range(8)), first, final)
-    log.rec("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+    log.death(log.rec(SIGQUIT_0523), SIGQUIT_0523)
     log.write("assertion_8ranks_ep_0523")
 
 
@@ -372,7 +391,7 @@ def oom_runtime() -> None:
         if first is None:
             first, first_final = line, final
     log.incident("oom", [2, 5], first, first_final)
-    log.rec("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+    log.death(log.rec(SIGQUIT_0523), SIGQUIT_0523)
     log.write("oom_torch_runtime_2ranks_0523")
 
 
@@ -393,7 +412,7 @@ def prefill_oom() -> None:
             ("sglang/srt/mem_cache/allocation.py", 239, "alloc_token_slots", "raise RuntimeError(error_msg)"),
         ], "RuntimeError: " + msg))
     log.incident("oom", list(range(8)), first, "RuntimeError: Prefill out of memory. Try to lower your batch size.")
-    log.rec("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+    log.death(log.rec(SIGQUIT_0523), SIGQUIT_0523)
     log.write("oom_prefill_kv_8ranks_0523")
 
 
@@ -411,7 +430,7 @@ def kv_startup_old() -> None:
         ], final, OLD_SITE))
         first = first or line
     log.incident("oom", list(range(8)), first, final)
-    log.rec("Received sigquit from a child process. It usually means the child failed.")
+    log.death(log.rec(SIGQUIT_OLD), SIGQUIT_OLD)
     log.raw("Killed")
     log.write("oom_kv_pool_startup_old")
 
@@ -431,7 +450,7 @@ def capture_fail_then_assert() -> None:
         ], final), ep=True)
         first = first or line
     log.incident("assertion", list(range(8)), first, final)
-    log.rec("Received sigquit from a child process. It usually means the child failed.")
+    log.death(log.rec(SIGQUIT_OLD), SIGQUIT_OLD)
     log.tick(300)  # the user relaunches with another backend; same log file
     startup_0523(log, ep=True, warn_custom_ar=False, stop_at_capture=True)
     first = None
@@ -451,7 +470,7 @@ def capture_fail_then_assert() -> None:
         line = sched_exc(log, r, body, ep=True)
         first = first or line
     log.incident("oom", list(range(8)), first, final.split("\n")[0])
-    log.rec("Received sigquit from a child process. It usually means the child failed.")
+    log.death(log.rec(SIGQUIT_OLD), SIGQUIT_OLD)
     log.write("ep_flashinfer_assert_then_capture_oom_0523")
 
 
@@ -469,7 +488,7 @@ def keyerror_symm() -> None:
         ], "KeyError: 12"))
         first = first or line
     log.incident("keyerror", list(range(8)), first, "KeyError: 12")
-    log.rec("Received sigquit from a child process. It usually means the child failed.")
+    log.death(log.rec(SIGQUIT_OLD), SIGQUIT_OLD)
     log.write("keyerror_torch_symm_mem_0523")
 
 
@@ -494,7 +513,7 @@ def jit_arch() -> None:
         ], ninja))
         first = first or line
     log.incident("jit_arch", list(range(8)), first, "nvcc fatal   : Unsupported gpu architecture 'compute_120a'")
-    log.rec("Received sigquit from a child process. It usually means the child failed.")
+    log.death(log.rec(SIGQUIT_OLD), SIGQUIT_OLD)
     log.write("jit_arch_flashinfer_sm120_0523")
 
 
@@ -508,22 +527,24 @@ def nccl_timeout() -> None:
     order = [2, 0, 6, 3, 1, 7, 4, 5]
     first = None
     for r in order:
-        line = log.raw(f"[rank{r}]:[E0314 09:12:{r:02d}.41782{r}153 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation timeout: {work}")
+        line = log.raw(f"[rank{r}]:[E0314 09:12:00.41782{r}153 ProcessGroupNCCL.cpp:632] [Rank {r}] Watchdog caught collective operation timeout: {work}")
         first = first or line
-        log.raw(f"[rank{r}]:[E0314 09:12:{r:02d}.418011932 ProcessGroupNCCL.cpp:2271] [PG ID 2 PG GUID 3 Rank {r}]  failure detected by watchdog at work sequence id: 48213 PG status: last enqueued work: 48213, last completed work: 48212")
+        log.raw(f"[rank{r}]:[E0314 09:12:00.418011932 ProcessGroupNCCL.cpp:2271] [PG ID 2 PG GUID 3 Rank {r}]  failure detected by watchdog at work sequence id: 48213 PG status: last enqueued work: 48213, last completed work: 48212")
     for r in order:
-        log.raw(f"[rank{r}]:[E0314 09:12:{r:02d}.418034611 ProcessGroupNCCL.cpp:670] Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.")
-        log.raw(f"[rank{r}]:[E0314 09:12:{r:02d}.418041000 ProcessGroupNCCL.cpp:684] [Rank {r}] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.")
-    log.raw("terminate called after throwing an instance of 'c10::DistBackendError'\n"
+        log.raw(f"[rank{r}]:[E0314 09:12:00.418034611 ProcessGroupNCCL.cpp:670] Stack trace of the failed collective not found, potentially because FlightRecorder is disabled. You can enable it by setting TORCH_NCCL_TRACE_BUFFER_SIZE to a non-zero value.")
+        log.raw(f"[rank{r}]:[E0314 09:12:00.418041000 ProcessGroupNCCL.cpp:684] [Rank {r}] Some NCCL operations have failed or timed out. Due to the asynchronous nature of CUDA kernels, subsequent GPU operations might run on corrupted/incomplete data.")
+    term = log.raw("terminate called after throwing an instance of 'c10::DistBackendError'\n"
             f"  what():  [PG ID 2 PG GUID 3 Rank 2] Process group watchdog thread terminated with exception: [Rank 2] Watchdog caught collective operation timeout: {work}\n"
             "Exception raised from checkTimeout at /pytorch/torch/csrc/distributed/c10d/ProcessGroupNCCL.cpp:635 (most recent call first):\n"
             "frame #0: c10::Error::Error(c10::SourceLocation, std::string) + 0x98 (0x7f3a2c1b9e28 in /usr/local/lib/python3.12/dist-packages/torch/lib/libc10.so)\n"
             "frame #1: <unknown function> + 0x1229f6e (0x7f3a2d40bf6e in /usr/local/lib/python3.12/dist-packages/torch/lib/libtorch_cuda.so)")
     log.raw("Fatal Python error: Aborted")
-    log.incident("nccl", list(range(8)), first, f"Watchdog caught collective operation timeout: {work}")
+    nccl = log.incident("nccl", list(range(8)), first, f"Watchdog caught collective operation timeout: {work}")
     log.tick(1)
-    log.rec("Subprocess scheduler_2 (pid=81302) crashed with exit code -6. Triggering SIGQUIT for cleanup...")
-    log.rec("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+    msg = "Subprocess scheduler_2 (pid=81302) crashed with exit code -6. Triggering SIGQUIT for cleanup..."
+    # the death starts at terminate (rank 2's process); the exit code is the line that says most
+    log.incident("crash", [2], term, msg, log.rec(msg), nccl)
+    log.rec(SIGQUIT_0523)  # joins the crash
     log.write("nccl_watchdog_timeout_8ranks_0523")
 
 
@@ -548,7 +569,7 @@ def torchrun_distbackend_old() -> None:
             if k == 0 and first is None:
                 first = line
     log.incident("nccl", [0, 1, 2, 3], first, final)
-    log.rec("Received sigquit from a child process. It usually means the child failed.")
+    log.death(log.rec(SIGQUIT_OLD), SIGQUIT_OLD)
     log.write("nccl_distbackend_torchrun_prefix_old")
 
 
@@ -570,7 +591,7 @@ def hang() -> None:
         line = log.rec(wd, tp=r)
         first = first or line
     log.incident("hang", list(range(8)), first, wd)
-    log.rec("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
+    log.death(log.rec(SIGQUIT_0523), SIGQUIT_0523)
     log.write("hang_scheduler_watchdog_0523")
 
 
@@ -581,8 +602,8 @@ def crash_init_oomkiller() -> None:
     msg = ("Rank 3 scheduler died during initialization (exit code: -9). If exit code is -9 (SIGKILL), a common cause is "
            "the OS OOM killer. Run `dmesg -T` to check for OOM killer invocations.")
     line = log.rec(msg)
-    log.rec("Initialization failed. Please see the error messages above.")
-    log.incident("crash", [3], line, msg)
+    log.rec("Initialization failed. Please see the error messages above.")  # joins; the exit code stays shown
+    log.incident("crash", [3], line, msg, line)
     log.write("crash_oom_killer_init_0523")
 
 
@@ -593,8 +614,8 @@ def crash_serving() -> None:
     serve(log, 5)
     msg = "Subprocess scheduler_5 (pid=81305) crashed with exit code -9. Triggering SIGQUIT for cleanup..."
     line = log.rec(msg)
-    log.rec("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")
-    log.incident("crash", [5], line, msg)
+    log.rec("SIGQUIT received. signum=None, frame=None. It usually means one child failed.")  # joins the crash
+    log.incident("crash", [5], line, msg, line)
     log.write("crash_subprocess_sigkill_serving_0523")
 
 
@@ -645,7 +666,7 @@ def generic_error_old() -> None:
         if first is None:
             first, first_msg = line, final.replace("cuda:1", f"cuda:{r}")
     log.incident("error", [0, 1], first, first_msg)
-    log.rec("Received sigquit from a child process. It usually means the child failed.")
+    log.death(log.rec(SIGQUIT_OLD), SIGQUIT_OLD)
     log.write("error_generic_device_mismatch_old")
 
 

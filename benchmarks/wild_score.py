@@ -1,0 +1,49 @@
+"""How much of tests/data/logs_wild the failure detector reads right.
+
+For each excerpt, logscan's answer against the hand-written one: files answered exactly,
+incidents found with the right kind, ranks and first line, incidents reported that are
+not in the answer (false or misnamed), and files whose ready/decode/last figures are right.
+Runs against any checkout, so a change can be compared with the code before it:
+
+    .venv/bin/python benchmarks/wild_score.py [DIR] [-v]
+    PYTHONPATH=/path/to/old/checkout .venv/bin/python benchmarks/wild_score.py
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+FIGURES = ("ready", "decode_lines", "last_gen_throughput", "last_accept_len")
+
+
+def main(argv: list[str]) -> int:
+    from tuiapp.commands.logscan import scan_file
+
+    verbose = "-v" in argv
+    args = [a for a in argv if a != "-v"]
+    root = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "tests" / "data" / "logs_wild"
+    logs = sorted(root.glob("*.log"))
+    exact = found = total = wrong = figures = 0
+    for log in logs:
+        want = json.loads(log.with_suffix(".expected.json").read_text())
+        got = scan_file(str(log))
+        got.pop("_lines", None)
+        w = [(i["kind"], i["ranks"], i["first_line"]) for i in want["incidents"]]
+        g = [(i["kind"], i["ranks"], i["first_line"]) for i in got["incidents"]]
+        total += len(w)
+        found += sum(1 for x in w if x in g)
+        wrong += sum(1 for x in g if x not in w)
+        figures += all(got[k] == want[k] for k in FIGURES)
+        exact += got == want
+        if verbose and got != want:
+            print(f"{log.stem}\n  want {w}\n  got  {g}")
+    print(f"{root}: {len(logs)} excerpts; answered exactly {exact}/{len(logs)}; incidents found "
+          f"(kind, ranks, first line) {found}/{total}; reported but not there {wrong}; "
+          f"ready/decode/last figures right {figures}/{len(logs)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

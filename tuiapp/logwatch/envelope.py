@@ -1,0 +1,162 @@
+"""What a log collector wrapped around each line, and how to take it off.
+
+Logs reach us through whatever collected them: ``docker logs -t`` (RFC 3339 with
+nanoseconds), docker's json-file logs on disk (``{"log":"...\\n","stream":...}``), docker compose (``sglang-1  | ``), ``kubectl logs --prefix`` (``[pod/x/c] ``),
+the kubelet's CRI files (``<ts> stdout F ``), journald (``Dec 01 20:18:09 host unit[pid]: ``),
+cloud logging exports (``ERROR 2025-04-07T19:13:52.317869663Z ``), Kibana/ELK
+(``May 16, 2026 @ 20:46:57.892    ``) and browser log viewers (``[2025-11-06T02:10:00.703Z] ``).
+One collector wraps every line of a file the same way, so the envelope is decided from the
+first lines (ENVELOPE_SAMPLE of them, MIN_SHARE of which must carry it) and then taken off
+every line that carries it; lines without it (a collector that split a long line, compose's
+own "Attaching to" lines) are left alone. Envelopes can nest (compose
+around ``docker -t``), so up to three layers are peeled.
+
+Two wrappers are not per-file and are taken off wherever they appear: ANSI colour codes (also
+as the ``^[[36m`` text a terminal paste leaves) and Ray's actor tag ``(WorkerDict pid=N) ``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from itertools import pairwise
+
+import orjson
+
+ENVELOPE_SAMPLE = 8  # non-blank lines looked at before the envelope is fixed
+MIN_SHARE = 0.75  # of them that must carry it
+
+_ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\^\[\[[0-9;]*m")
+_RAY_RE = re.compile(r"\((?:[\w.:-]+) pid=\d+(?:, ip=[\d.]+)?\) ?")
+
+_TS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+_MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+# name -> pattern of the envelope (group "t": its timestamp, when it has one)
+ENVELOPES: dict[str, re.Pattern[str]] = {
+    # docker's json-file driver as stored on disk: {"log":"<line>\n","stream":"stdout","time":"..."}
+    "docker_json": re.compile(r'\{\s*"log"\s*:\s*"'),
+    "cri": re.compile(r"(?P<t>" + _TS + r") (?:stdout|stderr) [FP] "),
+    "docker_ts": re.compile(r"(?P<t>" + _TS + r") "),
+    # one separator only: what follows may be an indented traceback line
+    "cloud": re.compile(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)\s+(?P<t>" + _TS + r")[ \t]"),
+    "kibana": re.compile(r"(?P<t>" + _MON + r" \d{1,2}, \d{4} @ \d\d:\d\d:\d\d(?:\.\d+)?)(?:\t| {4}| )"),
+    "bracket_iso": re.compile(r"\[(?P<t>" + _TS + r")\] "),
+    "journald": re.compile(r"(?P<t>" + _MON + r" [ \d]\d \d\d:\d\d:\d\d) \S+ [\w.@/-]+(?:\[\d+\])?: "),
+    "journald_iso": re.compile(r"(?P<t>" + _TS + r") \S+ [\w.@/-]+(?:\[\d+\])?: "),
+    "kubectl": re.compile(r"\[pod/[\w.-]+/[\w.-]+\] "),
+    "compose": re.compile(r"[\w.-]+\s*\| "),
+}
+_ORDER = list(ENVELOPES)  # more specific first: cri before docker_ts, journald_iso after both
+
+
+def strip_ansi(text: str) -> str:
+    if "\x1b" in text or "^[[" in text:
+        return _ANSI_RE.sub("", text)
+    return text
+
+
+def strip_ray(text: str) -> str:
+    if text.startswith("(") and "pid=" in text[:80]:
+        m = _RAY_RE.match(text)
+        if m:
+            text = text[m.end():]
+    return text
+
+
+@dataclass
+class EnvelopeDetector:
+    """Decides the file's envelope from its first lines, then strips it from every line."""
+
+    layers: list[str] = field(default_factory=list)
+    decided: bool = False
+    _sample: list[str] = field(default_factory=list)
+
+    def unwrap(self, text: str) -> str:
+        """The line as the server printed it (colours, actor tag and envelope removed)."""
+        if not self.decided and text.strip():
+            self._sample.append(text)
+            self._decide(final=len(self._sample) >= ENVELOPE_SAMPLE)
+        if self.layers and self.layers[0] == "docker_json":
+            text = _json_log(text)
+        text = strip_ansi(text)
+        for name in self.layers:
+            if name == "docker_json":
+                continue
+            m = ENVELOPES[name].match(text)
+            if m is None:
+                break
+            text = text[m.end():]
+        return strip_ray(text)
+
+    def _decide(self, final: bool) -> None:
+        # Until the sample is complete, the envelope most lines so far carry is used already
+        # (a live stream must not wait for eight lines to raise its first alert, and compose
+        # starts with "Attaching to ..." lines of its own); then it takes MIN_SHARE of them.
+        lines = [strip_ansi(t) for t in self._sample]
+        layers: list[str] = []
+        for _ in range(3):
+            counts = [(sum(1 for t in lines if ENVELOPES[name].match(t)), -k, name) for k, name in enumerate(_ORDER)]
+            hits, _, best = max(counts)
+            if hits == 0 or (final and hits < len(lines) * MIN_SHARE):
+                break
+            layers.append(best)
+            if best == "docker_json":
+                lines = [strip_ansi(_json_log(t)) for t in lines]
+                continue
+            rx = ENVELOPES[best]
+            lines = [t[m.end():] if (m := rx.match(t)) else t for t in lines]
+        self.layers = layers
+        if final:
+            self.decided = True
+            self._sample = []
+
+    def timestamp(self, text: str) -> str | None:
+        """The outer envelope's timestamp text, if it has one."""
+        if not self.layers:
+            return None
+        m = ENVELOPES[self.layers[0]].match(strip_ansi(text))
+        if m is None or "t" not in m.groupdict():
+            return None
+        return m.group("t")
+
+
+def _json_log(text: str) -> str:
+    if not text.startswith("{"):
+        return text
+    try:
+        obj = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return text
+    log = obj.get("log") if isinstance(obj, dict) else None
+    return log.rstrip("\n") if isinstance(log, str) else text
+
+
+def entries_newest_first(lines: list[str], det: EnvelopeDetector) -> bool:
+    """True when the envelope's timestamps run backwards (a cloud or Kibana export that
+    lists the newest entry first). Compared as text: every timestamp format above sorts
+    chronologically as text within one file except Kibana's and journald's month names."""
+    stamps: list[str] = []
+    for t in lines:
+        s = det.timestamp(t)
+        if s is not None:
+            stamps.append(_sortable(s))
+        if len(stamps) >= 200:
+            break
+    if len(stamps) < 2:
+        return False
+    down = sum(1 for a, b in pairwise(stamps) if b < a)
+    up = sum(1 for a, b in pairwise(stamps) if b > a)
+    return down > up
+
+
+_MONTHS = {m: i for i, m in enumerate("Jan Feb Mar Apr May Jun Jul Aug Sep Oct Nov Dec".split(), 1)}
+
+
+def _sortable(stamp: str) -> str:
+    m = re.match(r"(\w{3}) (\d{1,2}), (\d{4}) @ (.*)", stamp)  # Kibana
+    if m:
+        return f"{m.group(3)}-{_MONTHS.get(m.group(1), 0):02d}-{int(m.group(2)):02d}T{m.group(4)}"
+    m = re.match(r"(\w{3}) ([ \d]\d) (.*)", stamp)  # journald short
+    if m:
+        return f"{_MONTHS.get(m.group(1), 0):02d}-{int(m.group(2)):02d}T{m.group(3)}"
+    return stamp
