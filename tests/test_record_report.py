@@ -15,6 +15,7 @@ def test_report_writes_markdown_and_valid_svg_charts(tmp_path: Path, capsys) -> 
         for event in campaign_events(400):
             r.write(event)
     out = tmp_path / "out" / "plan-notes.md"
+    out.parent.mkdir()  # report -o creates no directories (a typo must not grow a tree)
     assert main(["report", str(rec), "-o", str(out)]) == 0
     assert "wrote" in capsys.readouterr().out
     md = out.read_text()

@@ -8,17 +8,34 @@ stay fast and Textual-free.
 from __future__ import annotations
 
 import argparse
+import errno
+import functools
 import importlib
+import os
 import sys
 
 from tuiapp import __version__
 from tuiapp.common.errors import UsageError
+from tuiapp.common.stdio import stdout_gone
 
 COMMANDS = ["demo", "launch", "attach", "logscan", "gpus", "trials", "replay", "report"]
 
 
+# A process that dies of SIGPIPE exits 128 + 13 to the shell; `tuiapp logscan F | head -1`
+# ends with the same code, quietly.
+EXIT_BROKEN_PIPE = 141
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a usage error is one line (``tuiapp attach: error: ...``), exit 2; the usage
+    is one ``--help`` away."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="tuiapp", description="Live monitor for SGLang tuning.")
+    parser = OneLineParser(prog="tuiapp", description="Live monitor for SGLang tuning.")
     parser.add_argument("--version", action="version", version=f"tuiapp {__version__}")
     subs = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMANDS:
@@ -34,12 +51,38 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+@functools.cache
+def long_options(command: str) -> tuple[str, ...]:
+    """The long options of ``tuiapp COMMAND`` (tuiapp's own when COMMAND is unknown), to judge
+    abbreviations as our argparse does."""
+    parser = build_parser()
+    subs = next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+    chosen = subs.choices.get(command, parser) if subs is not None else parser
+    return tuple(o for o in chosen._option_string_actions if o.startswith("--"))
+
+
+def remember_secrets(args: argparse.Namespace) -> None:
+    """Every secret given to tuiapp (``--api-key``, however abbreviated: argparse has already
+    resolved it to its dest) and in a server command, so that every sink masks it by value."""
+    from tuiapp.common.redact import is_secret_name, remember, secret_values, set_own_options
+
+    set_own_options(long_options(getattr(args, "command", None) or ""))
+
+    for dest, value in vars(args).items():
+        if is_secret_name(dest) and isinstance(value, str):
+            remember(value)
+    server = getattr(args, "server", None)
+    if isinstance(server, list):
+        remember(*secret_values([str(t) for t in server], os.environ))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     if not getattr(args, "_run", None):
         parser.print_help()
         return 2
+    remember_secrets(args)
     try:
         return int(args._run(args) or 0)
     except UsageError as exc:
@@ -47,6 +90,14 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `tuiapp logscan F | head -1`: the reader has seen enough
+        stdout_gone()
+        return EXIT_BROKEN_PIPE
+    except OSError as exc:
+        if exc.errno != errno.EIO:
+            raise
+        stdout_gone()  # the terminal went away (an SSH drop) while we printed
+        return 1
 
 
 if __name__ == "__main__":

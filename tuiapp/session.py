@@ -71,15 +71,19 @@ class Session:
 
     async def run_sources(self, stop: asyncio.Event | None = None) -> None:
         """Run every source until all return, one calls finish(), or ``stop`` is set."""
+        from tuiapp.common.heap import trim_heap_periodically
+
         self._finished = asyncio.Event()
         tasks = [asyncio.create_task(self._guarded(src)) for src in self.sources]
         everything = asyncio.gather(*tasks, return_exceptions=True)
+        trimmer = asyncio.create_task(trim_heap_periodically())  # a job of hours keeps its RSS flat
         ends = [asyncio.ensure_future(everything), asyncio.create_task(self._finished.wait())]
         if stop is not None:
             ends.append(asyncio.create_task(stop.wait()))
         try:
             await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
         finally:
+            trimmer.cancel()
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)

@@ -41,5 +41,9 @@ def trials_args(args: argparse.Namespace) -> argparse.Namespace:
 
 def run(args: argparse.Namespace) -> int:
     from tuiapp.commands import trials
+    from tuiapp.common.errors import UsageError
+
+    if not 0 < args.speed < float("inf"):  # checked here: trials would name its own --sim-speed
+        raise UsageError("--speed must be > 0")
 
     return trials.run(trials_args(args))

@@ -57,5 +57,19 @@ async def run_headless(session: Session) -> int:
         await session.run(stop)
     finally:
         await asyncio.gather(printing, return_exceptions=True)
-        print(printer.summary(interrupted=stop.is_set()), flush=True)
+        _print_last(printer.summary(interrupted=stop.is_set()), gone=printer.stream_error is not None)
     return session.exit_code
+
+
+def _print_last(text: str, *, gone: bool) -> None:
+    """The summary of a job whose terminal may be gone (an SSH drop): an EIO or a broken pipe
+    must not turn a job that succeeded into exit 1 with a traceback."""
+    from tuiapp.common.stdio import stdout_gone
+
+    if not gone:
+        try:
+            print(text, flush=True)
+            return
+        except (OSError, ValueError):
+            pass
+    stdout_gone()  # and whatever the command prints after this goes nowhere, quietly

@@ -33,12 +33,7 @@ def run(args: argparse.Namespace) -> int:
         return _tui(args)
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
-    except BrokenPipeError:  # `replay --headless | head`: the reader has seen enough
-        import os
-        import sys
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    # `replay --headless | head`: a broken pipe is tuiapp.cli.main's to end quietly
 
 
 def _headless(args: argparse.Namespace) -> int:

@@ -21,15 +21,17 @@ def run(args: argparse.Namespace) -> int:
     from tuiapp.record.report import write_report
 
     src = Path(args.file)
-    try:
-        rec = read_recording(src)
-    except RecordingError as exc:
-        raise UsageError(str(exc)) from None
     if args.output:
         out = Path(args.output)
         if out.is_dir():  # before any chart is written beside it
             raise UsageError(f"-o {out}: is a directory; give the report's file name, e.g. {out / 'report.md'}")
-    else:
+        if not out.parent.is_dir():  # a typo in the path must not grow a tree of new directories
+            raise UsageError(f"-o {out}: no directory {str(out.parent)!r}")
+    try:
+        rec = read_recording(src)
+    except RecordingError as exc:
+        raise UsageError(str(exc)) from None
+    if not args.output:
         stem = src.name
         for suffix in (".gz", ".jsonl", ".json"):
             stem = stem[: -len(suffix)] if stem.endswith(suffix) else stem

@@ -6,12 +6,24 @@ password, passwd or credential(s): ``--api-key``, ``--admin-api-key``, ``--hf-to
 ``--tokenizer-path``, ``--max-total-tokens`` and ``TOKENIZERS_PARALLELISM`` readable.
 
 :class:`Redactor` masks the *values* wherever they appear in text, because servers echo
-them (SGLang logs ``server_args={... 'api_key': '...'}`` at start).
+them (SGLang logs ``server_args={... 'api_key': '...'}`` at start, ``/server_info`` returns the
+whole ``launch_command``).
+
+A flag is judged by the option argparse will read it as: ``--api-ke KEY`` is ``--api-key KEY``
+to tuiapp's parser and to SGLang's, so it is a secret too. Against a server whose ``--help``
+we have not read, abbreviations are expanded against SGLang's secret flags.
+
+Every secret value found anywhere (tuiapp's own options, a server command, its environment,
+a server's answer) is remembered for the whole process (:func:`remember`), and every sink that
+writes (recorder, printer, server log, report, summary) masks the remembered values with
+:func:`mask` / :func:`mask_bytes` / :func:`redact_tree`: one process, one set of secrets.
 """
 
 from __future__ import annotations
 
+import json
 import re
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Any
 
@@ -21,6 +33,9 @@ _WORD_SPLIT = re.compile(r"[-_.]+")
 # Values that are switches, not secrets: masking "1" or "true" would mangle every log line.
 _NOT_SECRET_VALUES = {"", "0", "1", "true", "false", "yes", "no", "on", "off", "none", "null"}
 MIN_SECRET_LEN = 4
+# SGLang's secret options, for expanding abbreviations (argparse accepts unique prefixes) when
+# the server's own option list is not at hand.
+SGLANG_SECRET_FLAGS = ("--api-key", "--admin-api-key")
 
 
 def is_secret_name(name: str) -> bool:
@@ -33,8 +48,24 @@ def _is_flag(token: str) -> bool:
     return token.startswith("--") or (len(token) == 2 and token[0] == "-" and token[1].isalpha())
 
 
-def redact_argv(argv: list[str]) -> list[str]:
-    """A copy of ``argv`` with the values of secret flags replaced by ``***``."""
+def is_secret_flag(name: str, options: Iterable[str] | None = None) -> bool:
+    """True when argparse would read the long option ``name`` as a secret one: its own name,
+    or the option(s) of ``options`` it abbreviates (SGLang's secret flags when None; pass
+    ``()`` for no expansion). An ambiguous prefix counts when any candidate is secret."""
+    if not name.startswith("--"):
+        return False
+    if is_secret_name(name):
+        return True
+    known = SGLANG_SECRET_FLAGS if options is None else tuple(options)
+    if name in known or len(name) < 4:
+        return False  # an exact match that is not secret; "--" and "--a" abbreviate nothing
+    return any(is_secret_name(o) for o in known if o.startswith(name))
+
+
+def redact_argv(argv: list[str], options: Iterable[str] | None = None) -> list[str]:
+    """A copy of ``argv`` with the values of secret flags (see :func:`is_secret_flag`) replaced
+    by ``***``, and every remembered secret value masked wherever it appears."""
+    options = None if options is None else tuple(options)
     out: list[str] = []
     mask_next = False
     for token in argv:
@@ -44,14 +75,14 @@ def redact_argv(argv: list[str]) -> list[str]:
             continue
         mask_next = False
         name, eq, _value = token.partition("=")
-        if name.startswith("--") and is_secret_name(name):
+        if is_secret_flag(name, options):
             if eq:
                 out.append(f"{name}={MASK}")
             else:
                 out.append(token)
                 mask_next = True
             continue
-        out.append(token)
+        out.append(mask(token))
     return out
 
 
@@ -61,13 +92,15 @@ def redact_env(env: Mapping[str, Any]) -> dict[str, Any]:
     return {k: (MASK if is_secret_name(k) and v else v) for k, v in env.items()}
 
 
-def secret_values(argv: Iterable[str] = (), env: Mapping[str, str] | None = None) -> list[str]:
+def secret_values(argv: Iterable[str] = (), env: Mapping[str, str] | None = None,
+                  options: Iterable[str] | None = None) -> list[str]:
     """The secret values in a command line and an environment, for :class:`Redactor`."""
     argv = list(argv)
+    options = None if options is None else tuple(options)
     found: list[str] = []
     for i, token in enumerate(argv):
         name, eq, value = token.partition("=")
-        if not (name.startswith("--") and is_secret_name(name)):
+        if not is_secret_flag(name, options):
             continue
         if eq:
             found.append(value)
@@ -76,7 +109,103 @@ def secret_values(argv: Iterable[str] = (), env: Mapping[str, str] | None = None
     for name, value in (env or {}).items():
         if is_secret_name(name):
             found.append(value)
-    return [v for v in found if v.strip().lower() not in _NOT_SECRET_VALUES]
+    return [v for v in found if _worth_masking(v)]
+
+
+def _worth_masking(value: Any) -> bool:
+    return (isinstance(value, str) and len(value) >= MIN_SECRET_LEN
+            and value.strip().lower() not in _NOT_SECRET_VALUES)
+
+
+# ---------------------------------------------------------------------- process-wide secrets
+
+_own_options: tuple[str, ...] = ()
+
+
+def set_own_options(options: Iterable[str]) -> None:
+    """tuiapp's own long options for this command (the CLI sets them): the header's argv is
+    judged by the parser that read it (``--api chat`` is not ``--api-key`` there)."""
+    global _own_options
+    _own_options = tuple(options)
+
+
+def own_options() -> tuple[str, ...]:
+    return _own_options
+
+
+_known: set[str] = set()
+_known_lock = threading.Lock()
+_known_redactor: Redactor | None = None
+
+
+def remember(*values: str | None) -> None:
+    """Add secret values found anywhere; from now on every sink masks them."""
+    global _known_redactor
+    fresh = {v for v in values if _worth_masking(v)} - _known
+    if fresh:
+        with _known_lock:
+            _known.update(fresh)
+            _known_redactor = None
+
+
+def known_secrets() -> list[str]:
+    return sorted(_known)
+
+
+def _redactor() -> Redactor:
+    global _known_redactor
+    redactor = _known_redactor
+    if redactor is None:
+        with _known_lock:
+            # JSON-escaped spellings too: a recording line holds a value as JSON writes it.
+            spelled = {json.dumps(v)[1:-1] for v in _known} | _known
+            redactor = _known_redactor = Redactor(spelled)
+    return redactor
+
+
+def mask(text: str) -> str:
+    """``text`` with every remembered secret value replaced by ``***``."""
+    return _redactor().redact(text) if _known else text
+
+
+def mask_bytes(data: bytes) -> bytes:
+    return _redactor().redact_bytes(data) if _known else data
+
+
+def redact_tree(obj: Any, extra: Iterable[str | None] = ()) -> Any:
+    """A copy of a JSON-like value with secrets masked at every depth: values of secret-named
+    keys become ``***`` (and are remembered), and every known secret value (remembered, in
+    ``extra``, or found under a secret-named key anywhere in ``obj``) is masked inside strings,
+    e.g. ``/server_info``'s ``launch_command``."""
+    found: list[str] = [v for v in extra if _worth_masking(v)]
+
+    def collect(node: Any) -> None:
+        if isinstance(node, Mapping):
+            for key, value in node.items():
+                if isinstance(key, str) and is_secret_name(key) and _worth_masking(value):
+                    found.append(value)
+                collect(value)
+        elif isinstance(node, (list, tuple)):
+            for item in node:
+                collect(item)
+        elif isinstance(node, str) and "--" in node:
+            # a command line inside a string: its secret flags' values
+            found.extend(secret_values(node.split()))
+
+    collect(obj)
+    remember(*found)
+
+    def walk(node: Any) -> Any:
+        if isinstance(node, Mapping):
+            return {key: (MASK if isinstance(key, str) and is_secret_name(key) and value else walk(value))
+                    for key, value in node.items()}
+        if isinstance(node, (list, tuple)):
+            return [walk(item) for item in node]
+        if isinstance(node, str):
+            return mask(node)
+        return node
+
+    return walk(obj)
 
 
 class Redactor:

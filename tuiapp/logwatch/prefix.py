@@ -48,7 +48,7 @@ def epoch_s(y: str, mo: str, d: str, h: str, mi: str, s: str, frac: str | None) 
     key = (y, mo, d, h, mi, s)
     t = _epoch_cache.get(key)
     if t is None:
-        if len(_epoch_cache) > 4096:
+        if len(_epoch_cache) > 64:  # log lines come in time order: recent seconds suffice
             _epoch_cache.clear()
         yi, moi, di, hi, mii, si = (int(g) for g in key)
         # timegm rejects only a year or month out of range (a garbled line): clamp, never raise

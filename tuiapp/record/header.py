@@ -9,7 +9,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from tuiapp import __version__
-from tuiapp.common.redact import redact_argv
+from tuiapp.common.redact import own_options, redact_argv, redact_tree
 
 FORMAT = "tuiapp-recording"
 VERSION = 1
@@ -30,8 +30,15 @@ def build_header(extras: dict[str, Any] | None = None, *, start_t_s: float | Non
     for key, value in (extras or {}).items():
         if key not in ("format", "version"):
             header[key] = value
-    header["argv"] = redact_argv([str(a) for a in header.get("argv") or []])
-    return header
+    header["argv"] = _redact_tuiapp_argv([str(a) for a in header.get("argv") or []])
+    return redact_tree(header)
+
+
+def _redact_tuiapp_argv(argv: list[str]) -> list[str]:
+    """tuiapp's own options judged by tuiapp's parser (``--api chat`` is not ``--api-key``),
+    a server command after ``--`` by SGLang's."""
+    cut = argv.index("--") if "--" in argv else len(argv)
+    return redact_argv(argv[:cut], own_options()) + redact_argv(argv[cut:])
 
 
 def gpu_inventory(samples: Iterable[Any]) -> list[dict[str, Any]]:

@@ -15,6 +15,7 @@ from collections import Counter
 from typing import Any, TextIO
 
 from tuiapp.common.numfmt import GIB, num
+from tuiapp.common.redact import mask
 from tuiapp.common.stats import ci95, mean, sd
 from tuiapp.events import (
     Alert,
@@ -119,7 +120,7 @@ class Printer:
         if self.stream_error is not None:
             return
         try:
-            self.stream.write(f"{_clock(t_s)} {tag:<8} {text}\n")
+            self.stream.write(f"{_clock(t_s)} {tag:<8} {mask(text)}\n")
             self.stream.flush()
         except (OSError, ValueError) as exc:
             # stdout gone (the SSH session hung up without a redirect): keep counting for

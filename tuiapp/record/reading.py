@@ -77,6 +77,8 @@ class RecordingIndex:
 
     def __init__(self, path: Path | str) -> None:
         self.path = Path(path)
+        if self.path.is_dir():
+            raise RecordingError(f"{self.path}: is a directory, not a recording (.jsonl or .jsonl.gz)")
         if not self.path.is_file():
             raise RecordingError(f"{self.path}: no such file")
         if self.path.stat().st_size == 0:

@@ -19,6 +19,7 @@ from typing import Any
 
 import orjson
 
+from tuiapp.common.redact import mask_bytes
 from tuiapp.events import _Event, dump_event
 from tuiapp.record.header import build_header
 
@@ -61,14 +62,14 @@ class Recorder:
         fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         os.fchmod(fd, 0o600)  # O_CREAT's mode is ignored for a file that already existed
         self._fd = fd
-        self._buf.append(orjson.dumps(self.header, default=str) + b"\n")
+        self._buf.append(mask_bytes(orjson.dumps(self.header, default=str)) + b"\n")
         self.flush()
         self._flusher = threading.Thread(target=self._flush_loop, name="recorder-flush", daemon=True)
         self._flusher.start()
 
     def write(self, event: _Event) -> None:
         """Append one event (buffered; on disk within ``flush_interval_s``)."""
-        line = dump_event(event) + b"\n"
+        line = mask_bytes(dump_event(event)) + b"\n"
         with self._lock:
             if self._fd is None:
                 if self.error is not None:

@@ -14,6 +14,7 @@ from typing import Any
 
 from tuiapp.common.difftext import diff_text
 from tuiapp.common.numfmt import GIB, NA, num
+from tuiapp.common.redact import mask
 from tuiapp.events import (
     Alert,
     GpuSample,
@@ -279,5 +280,5 @@ def write_report(rec: Recording, out: Path) -> list[Path]:
         path = out.parent / name
         path.write_text(svg, encoding="utf-8")
         written.append(path)
-    out.write_text(markdown, encoding="utf-8")
+    out.write_text(mask(markdown), encoding="utf-8")
     return [out, *written]

@@ -82,4 +82,11 @@ def server_url(argv: list[str]) -> str:
 
 
 def api_key_from(argv: list[str]) -> str | None:
-    return flag_value(argv, "--api-key")
+    """``--api-key``'s value as the server's argparse reads it: ``--api-ke KEY`` too."""
+    from tuiapp.common.redact import SGLANG_SECRET_FLAGS
+
+    names = {"--api-key"} | {
+        "--api-key"[:n] for n in range(5, len("--api-key"))
+        if not any(o.startswith("--api-key"[:n]) for o in SGLANG_SECRET_FLAGS if o != "--api-key")
+    }
+    return flag_value(argv, *names)

@@ -14,12 +14,13 @@ Secret-looking server args (``api_key``, ``admin_api_key``, ...) are masked.
 from __future__ import annotations
 
 import contextlib
+import os
 from typing import Any
 
 import httpx
 
 from tuiapp.common.http_clients import async_client
-from tuiapp.common.redact import redact_env
+from tuiapp.common.redact import redact_tree
 from tuiapp.events import ServerInfo
 
 
@@ -27,16 +28,45 @@ class ServerUnreachable(Exception):
     """The URL does not answer as an SGLang (or OpenAI-compatible) server."""
 
 
-async def _get_json(client: httpx.AsyncClient, base_url: str, paths: tuple[str, ...],
-                    timeout_s: float) -> dict[str, Any] | None:
+def server_message(resp: httpx.Response, limit: int = 160) -> str:
+    """The server's own words for a failed request: the JSON ``detail``/``error``/``message``
+    (FastAPI, OpenAI and SGLang spell it differently), else the first line of the body."""
+    try:
+        body: Any = resp.json()
+    except ValueError:
+        body = None
+    for _ in range(3):  # {"error": {"message": ...}} nests
+        if isinstance(body, dict):
+            body = next((body[k] for k in ("detail", "error", "message") if body.get(k)), None)
+    text = body if isinstance(body, str) else ""
+    if not text:
+        text = next((ln.strip() for ln in resp.text.splitlines() if ln.strip()), "")
+    text = " ".join(text.split())
+    return text[:limit] + ("…" if len(text) > limit else "")
+
+
+def _http_failure(base_url: str, path: str, resp: httpx.Response) -> str:
+    said = server_message(resp)
+    return f"GET {base_url}{path}: HTTP {resp.status_code} {resp.reason_phrase}".rstrip() + (f": {said}" if said else "")
+
+
+async def _get_json(client: httpx.AsyncClient, base_url: str, paths: tuple[str, ...], timeout_s: float,
+                    failures: list[str] | None = None, *, silent_ok: bool = False) -> dict[str, Any] | None:
     for path in paths:
         try:
             resp = await client.get(base_url + path, timeout=timeout_s)
-        except httpx.TimeoutException:
-            continue
+        except httpx.TimeoutException as exc:
+            if silent_ok:
+                continue  # /server_info of a wedged scheduler, after /model_info answered
+            # A server that accepts the connection and never answers: asking its other
+            # endpoints would only wait as long again.
+            what = "no connection" if isinstance(exc, httpx.ConnectTimeout) else "no answer"
+            raise ServerUnreachable(f"GET {base_url}{path}: {what} within {timeout_s:g} s") from None
         if resp.status_code in (401, 403):
-            raise ServerUnreachable(f"{base_url}{path}: HTTP {resp.status_code} (wrong or missing --api-key?)")
+            raise ServerUnreachable(_http_failure(base_url, path, resp) + " (wrong or missing --api-key?)")
         if resp.status_code != 200:
+            if failures is not None:
+                failures.append(_http_failure(base_url, path, resp))
             continue
         try:
             data = resp.json()
@@ -45,6 +75,16 @@ async def _get_json(client: httpx.AsyncClient, base_url: str, paths: tuple[str, 
         if isinstance(data, dict):
             return decode_side(data)
     return None
+
+
+def _cause(exc: BaseException) -> str:
+    """The innermost reason (``Connection refused``, ``Name or service not known``), one line."""
+    while exc.__cause__ is not None or exc.__context__ is not None:
+        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
+    if isinstance(exc, OSError) and exc.errno:
+        return os.strerror(exc.errno)  # asyncio words ECONNREFUSED as "Connect call failed (...)"
+    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
+    return " ".join(str(text).split())
 
 
 def decode_side(data: dict[str, Any]) -> dict[str, Any]:
@@ -72,23 +112,27 @@ async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeou
     async with contextlib.AsyncExitStack() as stack:
         if client is None:
             client = await stack.enter_async_context(async_client(base_url, api_key=api_key, timeout=timeout_s))
+        failures: list[str] = []
         try:
             model = await _get_json(client, base_url, ("/model_info", "/get_model_info"), timeout_s)
-            server = await _get_json(client, base_url, ("/server_info", "/get_server_info"), timeout_s)
+            server = await _get_json(client, base_url, ("/server_info", "/get_server_info"), timeout_s,
+                                     silent_ok=model is not None)
             engine = "sglang"
             if model is None and server is None:
                 engine = "openai"
                 # An OpenAI-compatible server that is not SGLang still gets a benchmark.
-                models = await _get_json(client, base_url, ("/v1/models",), timeout_s)
+                models = await _get_json(client, base_url, ("/v1/models",), timeout_s, failures)
                 if models is None:
-                    raise ServerUnreachable(f"{base_url} answers, but not as an SGLang or OpenAI-compatible server")
+                    why = f" ({failures[-1]})" if failures else " (GET /v1/models: no JSON object)"
+                    raise ServerUnreachable(
+                        f"{base_url} answers, but not as an SGLang or OpenAI-compatible server{why}")
                 data = models.get("data")
                 first = data[0] if isinstance(data, list) and data else None
                 model = {"model_path": first.get("id") if isinstance(first, dict) else None}
-        except httpx.ConnectError:
-            raise ServerUnreachable(f"cannot connect to {base_url}") from None
+        except httpx.ConnectError as exc:
+            raise ServerUnreachable(f"cannot connect to {base_url}: {_cause(exc)}") from None
         except httpx.HTTPError as exc:
-            raise ServerUnreachable(f"{base_url}: {type(exc).__name__}") from None
+            raise ServerUnreachable(f"{base_url}: {type(exc).__name__}: {_cause(exc)}") from None
     model = model or {}
     server = server or {}
     args = {k: v for k, v in server.items() if k not in ("internal_states", "version")}
@@ -103,5 +147,5 @@ async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeou
         speculative_num_steps=_int(server.get("speculative_num_steps")),
         speculative_eagle_topk=_int(server.get("speculative_eagle_topk")),
         speculative_num_draft_tokens=_int(server.get("speculative_num_draft_tokens")),
-        server_args=redact_env(args),
+        server_args=redact_tree(args, extra=[api_key]),
     )

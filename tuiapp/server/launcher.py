@@ -25,7 +25,7 @@ from pathlib import Path
 import httpx
 
 from tuiapp.common.http_clients import DEFAULT_TIMEOUT, async_client
-from tuiapp.common.redact import Redactor, redact_argv, secret_values
+from tuiapp.common.redact import Redactor, known_secrets, redact_argv, remember, secret_values
 from tuiapp.events import ServerState, ServerStateName, _Event
 from tuiapp.server.command import api_key_from, server_host, server_port, server_url
 from tuiapp.server.output import OutputPump
@@ -132,7 +132,9 @@ class ServerProcess:
         env.setdefault("PYTHONUNBUFFERED", "1")  # uvicorn's access log goes to a buffered stdout otherwise
         self._check_executable(env)
         await self._check_port()
-        redactor = Redactor([*secret_values(self.argv, env), self._api_key])
+        found = [*secret_values(self.argv, env), self._api_key]
+        remember(*found)  # the recording, the printer and the summary mask them too
+        redactor = Redactor([*found, *known_secrets()])
         log_fd = self._open_log() if self.log_path is not None else None
         read_fd, write_fd = os.pipe()
         with contextlib.suppress(OSError, AttributeError):

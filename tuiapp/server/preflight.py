@@ -287,6 +287,28 @@ def _run_help(command: list[str], timeout_s: float) -> tuple[int | None, str]:
         return None, out.decode("utf-8", "replace")
 
 
+_EXCEPTION_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?[A-Za-z_]\w*(?:Error|Exception|Exit)\b:?.*$")
+_ERROR_LINE = re.compile(r"\berror\b\s*:|No module named|not found|No such file|Permission denied|"
+                         r"\bcannot\b|\bcan't\b", re.IGNORECASE)
+
+
+def help_failure(code: int | None, out: str) -> str:
+    """What went wrong with ``--help``, in words: the exception it died of, the error it printed,
+    or that it printed no option list; never just whatever its last line happened to be."""
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    exception = next((ln for ln in reversed(lines) if _EXCEPTION_LINE.match(ln)), None)
+    if exception is not None:
+        return f"failed (exit {code}): {exception[:200]}"
+    error = next((ln for ln in lines if _ERROR_LINE.search(ln)), None)
+    if error is not None:
+        return f"failed (exit {code}): {error[:200]}"
+    if code == 0:
+        return f"printed no option list ({len(lines)} lines of output): it does not look like an argparse --help"
+    if not lines:
+        return f"failed (exit {code}) without any output"
+    return f"failed (exit {code}) and printed no option list"
+
+
 def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
     """Problems with the server command ``argv``: an empty list means it looks fine."""
     command, flags = split_command(argv)
@@ -300,9 +322,13 @@ def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
         return [Problem("error", "", f"cannot run the server command {command[0]!r}: {exc.strerror or exc}", hint)]
     options = parse_help(out) if code == 0 else {}
     if code is None:
-        return [Problem("error", "", f"`{shown} --help` did not finish within {timeout_s:g} s")]
+        return [Problem("error", "", f"`{shown} --help` did not finish within {timeout_s:g} s"
+                                     " (a command that does not know --help may have started instead)")]
     if not options:
-        last = next((ln.strip() for ln in reversed(out.splitlines()) if ln.strip()), "no output")
-        return [Problem("error", "", f"cannot check flags: `{shown} --help` failed (exit {code}): {last}",
-                        "is SGLang installed in this environment?")]
+        return [Problem("error", "", f"cannot check flags: `{shown} --help` {help_failure(code, out)}",
+                        "is SGLang installed in this environment? --no-preflight skips the check")]
+    # This server's own options say which abbreviations are secret flags (`--api-ke KEY`).
+    from tuiapp.common.redact import remember, secret_values
+
+    remember(*secret_values(flags, options=options))
     return check_flags(flags, options) + missing_required(flags, out)

@@ -27,7 +27,9 @@ class TrialCollector:
         self.summary: BenchSummary | None = None
         self.server_accept_length: float | None = None
         self.peak_mem_bytes: dict[int, int] = {}
-        self.pcie_bench: dict[int, list[float]] = {}  # GPU -> tx+rx samples while benchmarking
+        # GPU -> [sum, count, peak] of tx+rx while benchmarking: a running aggregate, not the
+        # samples, so a trial that benchmarks for hours holds constant memory
+        self.pcie_bench: dict[int, list[float]] = {}
         self._benchmarking = False
         self.request_errors: list[str] = []
 
@@ -65,7 +67,11 @@ class TrialCollector:
                        and event.t_s >= self.bench_started_s + self.gpu_interval_s)
             if (self.benchmarking and settled and event.pcie_tx_bytes_s is not None
                     and event.pcie_rx_bytes_s is not None):
-                self.pcie_bench.setdefault(event.index, []).append(event.pcie_tx_bytes_s + event.pcie_rx_bytes_s)
+                value = event.pcie_tx_bytes_s + event.pcie_rx_bytes_s
+                agg = self.pcie_bench.setdefault(event.index, [0.0, 0, value])
+                agg[0] += value
+                agg[1] += 1
+                agg[2] = max(agg[2], value)
         elif (getattr(event, "kind", None) == "request" and not getattr(event, "ok", True)
               and not getattr(event, "cancelled", False)):  # cut off by our own stop: no failure
             self.request_errors.append(getattr(event, "error", None) or "request failed")
@@ -103,9 +109,9 @@ class TrialCollector:
         return sum(values) / len(values) if values else None
 
     def pcie_avg_peak(self) -> tuple[float | None, float | None]:
-        series = [s for s in self.pcie_bench.values() if s]
+        series = [agg for agg in self.pcie_bench.values() if agg[1]]
         if not series:
             return None, None
-        avg = sum(sum(s) / len(s) for s in series) / len(series)
-        peak = max(max(s) for s in series)
+        avg = sum(total / count for total, count, _ in series) / len(series)
+        peak = max(peak for _, _, peak in series)
         return avg, peak

@@ -24,6 +24,7 @@ from pydantic import BaseModel, Field
 from tuiapp.common import stats
 from tuiapp.common.difftext import diff_text
 from tuiapp.common.numfmt import NA, gib, num
+from tuiapp.common.redact import mask
 
 OK = "ok"
 NOT_RUN = "preflight"  # refused before launch: a plan or install problem, not an experiment
@@ -230,5 +231,5 @@ def _md_cells(r: LedgerRow) -> list[str]:
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(text, encoding="utf-8")
+    tmp.write_text(mask(text), encoding="utf-8")
     os.replace(tmp, path)

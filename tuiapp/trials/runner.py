@@ -20,7 +20,7 @@ from tuiapp.events import BenchState, Note, TrialResult, TrialState, _Event
 from tuiapp.trials.collector import TrialCollector
 from tuiapp.trials.diff import config_diff, confound_warning, diff_dict, knobs
 from tuiapp.trials.flags import Flag
-from tuiapp.trials.ledger import OK, Ledger, LedgerRow, fill_run_stats
+from tuiapp.trials.ledger import NOT_RUN, OK, Ledger, LedgerRow, fill_run_stats
 from tuiapp.trials.plan import Plan, TrialConfig
 
 SIM_COMMAND = (sys.executable, "-m", "tuiapp.sim.server")
@@ -335,7 +335,9 @@ class PlanRunner:
             row.first_error = collector.request_errors[0] if collector.request_errors else "no run completed"
             return
         if outcome.startswith("launch_error:"):
-            row.status, row.first_error = "crash", outcome.split(":", 1)[1]
+            # Never started (command not found, port taken): a set-up problem like a refused
+            # preflight, not a server that crashed.
+            row.status, row.first_error = NOT_RUN, outcome.split(":", 1)[1]
             return
         if first is not None:
             row.status = first.alert_kind

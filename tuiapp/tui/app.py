@@ -7,7 +7,10 @@ the same app for ``run_test`` and snapshot tests.
 from __future__ import annotations
 
 import asyncio
+import os
 import signal
+import threading
+import time
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -20,6 +23,7 @@ from tuiapp.controls import SessionView
 from tuiapp.tui.screens.dashboard import TOGGLABLE, DashboardScreen
 from tuiapp.tui.screens.details import ConfirmScreen
 from tuiapp.tui.store import DashboardStore
+from tuiapp.tui.terminal_driver import GuardedLinuxDriver
 from tuiapp.tui.theme_files import DEFAULT_THEME, layout_paths, load_themes
 
 SPEEDS = (1, 2, 4, 8, 16, 32, 64)
@@ -94,10 +98,17 @@ class DashboardApp(App[int]):
 
     def on_mount(self) -> None:
         if self.handle_signals:
-            # SSH hung up or someone sent TERM: stop what we launched, as quitting would.
-            loop = asyncio.get_running_loop()
-            for sig in (signal.SIGHUP, signal.SIGTERM):
-                loop.add_signal_handler(sig, self._begin_shutdown)
+            self._loop = asyncio.get_running_loop()
+            # SSH hung up or someone sent TERM: stop what we launched, as quitting would. A plain
+            # handler, not loop.add_signal_handler: it must run even while the main thread waits on
+            # a terminal that takes no output, and it tells the driver to stop waiting.
+            for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
+                signal.signal(sig, self._on_signal)
+            driver = self._driver
+            if isinstance(driver, GuardedLinuxDriver):
+                driver.on_gone = self._on_terminal_gone
+                if driver.terminal_gone:  # it died before we were listening
+                    self._on_terminal_gone(driver.gone_reason or "terminal gone")
         self._sources = self.run_worker(self.session.run(self._stop), group="sources",
                                         exit_on_error=False)
 
@@ -123,6 +134,32 @@ class DashboardApp(App[int]):
             self.push_screen(ConfirmScreen("The server we launched is running. Stop it and quit?"), answered)
         else:
             self._begin_shutdown()
+
+    def _on_signal(self, signum: int, _frame: object) -> None:
+        driver = self._driver
+        if isinstance(driver, GuardedLinuxDriver):
+            driver.abandon()
+        _start_backstop()
+        try:
+            self._loop.call_soon_threadsafe(self._begin_shutdown)
+        except RuntimeError:  # the loop is closed: the app is already gone
+            pass
+
+    def _on_terminal_gone(self, reason: str) -> None:
+        """Called once, from any thread, when the terminal is gone (EOF/EIO, a closed pty)."""
+        _silence_dead_terminal(self._driver)
+        _start_backstop()
+        try:
+            self._loop.call_soon_threadsafe(self._terminal_gone, reason)
+        except RuntimeError:  # the loop is closed: we are past the shutdown already
+            pass
+
+    def _terminal_gone(self, reason: str) -> None:
+        from tuiapp.events import Note
+
+        self.session.bus.publish(Note(level="warning", text=f"{reason}: stopping as if q was pressed",
+                                      source="tui"))
+        self._begin_shutdown()
 
     def _begin_shutdown(self) -> None:
         if not self._quitting:
@@ -239,10 +276,53 @@ async def _finished(worker: Worker | None) -> None:
         pass
 
 
+# A stop that has not finished this long after a signal or a hang-up is stuck (the server's own
+# escalation INT -> TERM -> KILL takes 20 s at most); the server gets SIGTERM from the kernel
+# (PR_SET_PDEATHSIG) when we go.
+BACKSTOP_S = 45.0
+_backstop: threading.Thread | None = None
+
+
+def _start_backstop() -> None:
+    global _backstop
+    if _backstop is None:
+        _backstop = threading.Thread(target=_backstop_exit, name="tuiapp-backstop", daemon=True)
+        _backstop.start()
+
+
+def _backstop_exit() -> None:
+    time.sleep(BACKSTOP_S)
+    os._exit(1)
+
+
+def _silence_dead_terminal(driver: object) -> None:
+    """Point fds 0-2 that are the dead terminal at /dev/null, so whatever prints after (Textual's
+    exit, our own "server log:" line, the interpreter's final flush) neither fails nor blocks."""
+    try:
+        dead = os.fstat(driver.fileno if isinstance(driver, GuardedLinuxDriver) else 0)
+        devnull = os.open(os.devnull, os.O_RDWR)
+    except OSError:
+        return
+    for fd in (0, 1, 2):
+        try:
+            if os.path.samestat(os.fstat(fd), dead):
+                os.dup2(devnull, fd)
+        except OSError:
+            pass
+    os.close(devnull)
+
+
 def run_app(session: SessionView, *, theme: str | None = None, screenshot_dir: Path | None = None) -> int:
     """Run the dashboard in this terminal until the user quits; returns the exit code."""
     app = DashboardApp(session, theme=theme)
     app.screenshot_dir = screenshot_dir
     app.handle_signals = True
-    app.run()
+    if os.name == "posix":
+        app.driver_class = GuardedLinuxDriver
+    previous = {sig: signal.getsignal(sig) for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)}
+    try:
+        app.run()
+    finally:
+        for sig, handler in previous.items():  # ours point at an app that is gone
+            signal.signal(sig, handler)
     return app.return_code or session.exit_code

@@ -1,0 +1,117 @@
+"""The guarded driver never blocks on Textual's bounded writer queue once the terminal is gone."""
+
+from __future__ import annotations
+
+import errno
+import signal
+import threading
+import time
+
+import pytest
+from textual.drivers._writer_thread import MAX_QUEUED_WRITES, WriterThread
+
+from tuiapp.tui.terminal_driver import GuardedLinuxDriver, TerminalFile
+
+
+class _App:
+    """What Driver.__init__ needs of an app."""
+
+
+@pytest.fixture(autouse=True)
+def _keep_signal_handlers():
+    # LinuxDriver installs SIGTSTP/SIGCONT handlers: give pytest its own back
+    saved = {sig: signal.getsignal(sig) for sig in (signal.SIGTSTP, signal.SIGCONT)}
+    yield
+    for sig, handler in saved.items():
+        signal.signal(sig, handler)
+
+
+class DeadTty:
+    def write(self, _text: str) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    def flush(self) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    def fileno(self) -> int:
+        return 2
+
+
+class StuckTty:
+    """A terminal that takes no output (a stalled link): every write blocks."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+
+    def write(self, _text: str) -> None:
+        self.release.wait()
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        return 2
+
+
+def _driver(tty) -> GuardedLinuxDriver:
+    driver = GuardedLinuxDriver(_App())
+    gone: list[str] = []
+    driver.on_gone = gone.append
+    driver._file = TerminalFile(tty, driver._output_failed)
+    driver._writer_thread = WriterThread(driver._file)
+    driver._writer_thread.start()
+    driver.gone = gone  # type: ignore[attr-defined]
+    return driver
+
+
+def _writes_return(driver: GuardedLinuxDriver, n: int, within_s: float) -> bool:
+    done = threading.Event()
+
+    def write_all() -> None:
+        for i in range(n):
+            driver.write(f"frame {i}\n")
+        driver.close()
+        done.set()
+
+    threading.Thread(target=write_all, daemon=True).start()
+    return done.wait(within_s)
+
+
+async def test_a_dead_terminal_drops_output_and_says_so_once():
+    driver = _driver(DeadTty())
+    assert _writes_return(driver, 10 * MAX_QUEUED_WRITES, within_s=5)
+    assert driver.terminal_gone and len(driver.gone) == 1 and "Input/output error" in driver.gone[0]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnhandledThreadExceptionWarning")  # it dies on purpose
+async def test_a_writer_thread_that_died_does_not_block_writes():
+    class Boom(DeadTty):
+        def write(self, _text: str) -> None:
+            raise RuntimeError("writer thread dies")
+
+    driver = GuardedLinuxDriver(_App())
+    driver._writer_thread = WriterThread(Boom())  # unguarded file: the thread dies on its first write
+    driver._writer_thread.start()
+    driver.write("x")
+    driver._writer_thread.join(2)
+    assert not driver._writer_thread.is_alive()
+    assert _writes_return(driver, 10 * MAX_QUEUED_WRITES, within_s=5)
+
+
+async def test_a_stalled_terminal_blocks_until_abandoned_then_lets_go():
+    tty = StuckTty()
+    driver = _driver(tty)
+    t0 = time.monotonic()
+    threading.Timer(1.0, driver.abandon).start()  # SIGTERM arrives
+    assert _writes_return(driver, 10 * MAX_QUEUED_WRITES, within_s=6)
+    assert time.monotonic() - t0 >= 0.9  # back-pressure held while nobody asked to stop
+    assert driver.terminal_gone  # close() found the writer stuck: later prints must not block
+    tty.release.set()
+
+
+async def test_sigcont_without_a_suspension_does_not_resume():
+    driver = GuardedLinuxDriver(_App())
+    resumed: list[bool] = []
+    driver.resume_application_mode = lambda: resumed.append(True)  # type: ignore[method-assign]
+    driver._sigcont_application()  # the kernel's SIGCONT that comes with a hang-up's SIGHUP
+    assert resumed == []
