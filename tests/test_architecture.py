@@ -31,7 +31,8 @@ def _imports() -> dict[str, set[str]]:
         found: set[str] = set()
         for node in ast.walk(ast.parse(path.read_text(), str(path))):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                found.add(node.module)
+                if node.module != "tuiapp":  # ``from tuiapp import events``: what is named counts
+                    found.add(node.module)
                 found.update(f"{node.module}.{a.name}" for a in node.names)
             elif isinstance(node, ast.Import):
                 found.update(a.name for a in node.names)

@@ -24,11 +24,8 @@ from tuiapp.sim.testserver import FakeSGLang
 
 
 @pytest.fixture
-async def server():
-    srv = FakeSGLang(prefill_s=0.01, step_s=0.003, tokens_per_chunk=1)
-    await srv.start()
-    yield srv
-    await srv.stop()
+async def server(fake_sglang):
+    return await fake_sglang(prefill_s=0.01, step_s=0.003, tokens_per_chunk=1)
 
 
 def of(events, cls):

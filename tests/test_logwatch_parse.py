@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from tuiapp.events import LogLine, ServerState, ServerStats
 from tuiapp.logwatch.batchstats import parse_batch_line
 from tuiapp.logwatch.prefix import parse_sglang_prefix
@@ -189,22 +191,23 @@ def test_colours_and_ray_tags_come_off_anywhere() -> None:
     assert strip_ray("(sglang) root@epyc:~# python3 -m sglang.launch_server") == "(sglang) root@epyc:~# python3 -m sglang.launch_server"
 
 
-def test_a_record_glued_after_a_progress_bar_is_found() -> None:
-    text = ("Loading safetensors checkpoint shards: 100% Completed | 2/2 [00:01<00:00,  1.93it/s]"
-            "[2026-01-01 12:00:00 TP3] Scheduler hit an exception: Traceback (most recent call last):\n"
-            '  File "/sglang/srt/managers/scheduler.py", line 1, in run_scheduler_process\n'
-            "    x()\n"
-            "AssertionError: boom\n")
-    (a,) = [e for e in run(text) if e.kind == "alert"]
-    assert (a.alert_kind, a.ranks, a.first_line, a.signature_line) == ("assertion", [3], 1, 4)
+GLUED = ("Loading safetensors checkpoint shards: 100% Completed | 2/2 [00:01<00:00,  1.93it/s]"
+         "[2026-01-01 12:00:00 TP3] Scheduler hit an exception: Traceback (most recent call last):\n"
+         '  File "/sglang/srt/managers/scheduler.py", line 1, in run_scheduler_process\n'
+         "    x()\n"
+         "AssertionError: boom\n")
+COMPOSE = ("Attaching to sglang-1\n"
+           "sglang-1  | [2026-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
+           'sglang-1  |   File "/sglang/srt/managers/scheduler.py", line 1, in run_scheduler_process\n'
+           "sglang-1  |     x()\n"
+           "sglang-1  | KeyError: 12\n"
+           "sglang-1 exited with code 1\n")
 
 
-def test_compose_lines_of_its_own_before_the_prefixed_ones() -> None:
-    text = ("Attaching to sglang-1\n"
-            "sglang-1  | [2026-01-01 12:00:00 TP0] Scheduler hit an exception: Traceback (most recent call last):\n"
-            'sglang-1  |   File "/sglang/srt/managers/scheduler.py", line 1, in run_scheduler_process\n'
-            "sglang-1  |     x()\n"
-            "sglang-1  | KeyError: 12\n"
-            "sglang-1 exited with code 1\n")
+@pytest.mark.parametrize(("text", "expected"), [
+    (GLUED, ("assertion", [3], 1, 4)),  # a record glued after a progress bar is found
+    (COMPOSE, ("keyerror", [0], 2, 5)),  # compose prints lines of its own before the prefixed ones
+], ids=["glued-after-progress-bar", "compose-own-lines"])
+def test_one_alert_with_its_kind_ranks_and_lines(text: str, expected: tuple) -> None:
     (a,) = [e for e in run(text) if e.kind == "alert"]
-    assert (a.alert_kind, a.ranks, a.first_line, a.signature_line) == ("keyerror", [0], 2, 5)
+    assert (a.alert_kind, a.ranks, a.first_line, a.signature_line) == expected

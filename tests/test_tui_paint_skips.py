@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import time
 
+import pytest
+
 from tuiapp.events import GpuSample, ServerInfo, ServerStats
 from tuiapp.session import Session
 from tuiapp.tui.app import DashboardApp
@@ -15,6 +17,14 @@ from tuiapp.tui.widgets.perf_panels import AcceptancePanel, ThroughputPanel
 async def idle(bus) -> None:
     """A source that publishes nothing and runs until stopped (the test drives the bus)."""
     await asyncio.Event().wait()
+
+
+@pytest.fixture
+async def app():
+    app = DashboardApp(Session(title="paint", sources=[idle]))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        yield app
 
 
 def _count_refreshes(widget) -> list[int]:
@@ -29,59 +39,47 @@ def _count_refreshes(widget) -> list[int]:
     return calls
 
 
-async def test_a_bump_that_changes_no_text_does_not_refresh():
-    session = Session(title="paint", sources=[idle])
-    app = DashboardApp(session)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
-        panel = app.dashboard.query_one(AcceptancePanel)
-        panel.paint(force=True)
-        calls = _count_refreshes(panel)
-        info = ServerInfo(url="http://127.0.0.1:30000", version="0.5.23")  # no speculation
-        app.store.apply(info)
-        panel._painted_s = 0.0
-        panel.paint()
-        assert calls[0] == 1  # "speculation off" replaces the empty figures
-        app.store.apply(info)  # the same server info again: the version moves, the text does not
-        panel._painted_s = 0.0
-        panel.paint()
-        assert calls[0] == 1
-        assert panel.painted_version == app.store.versions["acceptance"]
+async def test_a_bump_that_changes_no_text_does_not_refresh(app):
+    panel = app.dashboard.query_one(AcceptancePanel)
+    panel.paint(force=True)
+    calls = _count_refreshes(panel)
+    info = ServerInfo(url="http://127.0.0.1:30000", version="0.5.23")  # no speculation
+    app.store.apply(info)
+    panel._painted_s = 0.0
+    panel.paint()
+    assert calls[0] == 1  # "speculation off" replaces the empty figures
+    app.store.apply(info)  # the same server info again: the version moves, the text does not
+    panel._painted_s = 0.0
+    panel.paint()
+    assert calls[0] == 1
+    assert panel.painted_version == app.store.versions["acceptance"]
 
 
-async def test_a_changed_figure_refreshes_within_its_interval():
-    session = Session(title="paint", sources=[idle])
-    app = DashboardApp(session)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
-        panel = app.dashboard.query_one(ThroughputPanel)
-        panel.paint(force=True)
-        calls = _count_refreshes(panel)
-        app.store.apply(ServerStats(source="metrics", gen_throughput_tok_s=88.0))
-        panel.paint()
-        assert calls[0] == 0  # painted (forced) a moment ago: held back
-        panel._painted_s = time.monotonic() - panel.min_interval_s
-        panel.paint()
-        assert calls[0] == 1
-        assert panel.min_interval_s <= 1.0  # tok/s is never shown more than ~1 s late
+async def test_a_changed_figure_refreshes_within_its_interval(app):
+    panel = app.dashboard.query_one(ThroughputPanel)
+    panel.paint(force=True)
+    calls = _count_refreshes(panel)
+    app.store.apply(ServerStats(source="metrics", gen_throughput_tok_s=88.0))
+    panel.paint()
+    assert calls[0] == 0  # painted (forced) a moment ago: held back
+    panel._painted_s = time.monotonic() - panel.min_interval_s
+    panel.paint()
+    assert calls[0] == 1
+    assert panel.min_interval_s <= 1.0  # tok/s is never shown more than ~1 s late
 
 
-async def test_gpu_table_repaints_at_most_every_interval():
-    session = Session(title="paint", sources=[idle])
-    app = DashboardApp(session)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await pilot.pause()
-        table = app.dashboard.query_one(GpuTable)
-        table.paint(force=True)
-        calls = _count_refreshes(table)
-        for i in range(4):  # four sampler ticks in quick succession (the demo samples at 4 Hz)
-            app.store.apply(GpuSample(index=0, mem_used_bytes=i << 30, mem_total_bytes=96 << 30))
-            table.paint()
-        held = calls[0]
-        assert held <= 1  # the first sample grows the table (one layout); none repaints it
-        table._painted_s = time.monotonic() - table.min_interval_s
+async def test_gpu_table_repaints_at_most_every_interval(app):
+    table = app.dashboard.query_one(GpuTable)
+    table.paint(force=True)
+    calls = _count_refreshes(table)
+    for i in range(4):  # four sampler ticks in quick succession (the demo samples at 4 Hz)
+        app.store.apply(GpuSample(index=0, mem_used_bytes=i << 30, mem_total_bytes=96 << 30))
         table.paint()
-        assert calls[0] == held + 1 and table.painted_version == app.store.versions["gpus"]
-        before = calls[0]
-        table.paint()  # nothing new, and the subtitle (host line) did not change
-        assert calls[0] == before
+    held = calls[0]
+    assert held <= 1  # the first sample grows the table (one layout); none repaints it
+    table._painted_s = time.monotonic() - table.min_interval_s
+    table.paint()
+    assert calls[0] == held + 1 and table.painted_version == app.store.versions["gpus"]
+    before = calls[0]
+    table.paint()  # nothing new, and the subtitle (host line) did not change
+    assert calls[0] == before

@@ -33,16 +33,20 @@ async def settle(pilot, expected: int) -> None:
     await pilot.pause()
 
 
+def live_app() -> tuple[DashboardApp, object]:
+    """A dashboard on a live session the test drives through the bus it returns."""
+    session = Session(title="pilot", sources=[idle])
+    return DashboardApp(session), session.bus
+
+
 def prompts(app) -> list[str]:
     alerts = app.dashboard.query_one(AlertList)
     return [str(alerts.get_option_at_index(i).prompt) for i in range(alerts.option_count)]
 
 
 async def test_failure_appears_in_alerts_and_enter_opens_its_traceback():
-    session = Session(title="pilot", sources=[idle])
-    app = DashboardApp(session)
+    app, bus = live_app()
     async with app.run_test(size=(100, 30)) as pilot:
-        bus = session.bus
         bus.publish(ServerState(t_s=OOM.t_s - 60, state="running"))
         bus.publish(OOM.model_copy(update={"ranks": [3]}))
         await settle(pilot, 2)
@@ -261,10 +265,8 @@ async def test_failed_request_reason_and_alert_nodes_are_shown():
     from tuiapp.events import RequestDone
     from tuiapp.tui.widgets.perf_panels import ThroughputPanel
 
-    session = Session(title="pilot", sources=[idle])
-    app = DashboardApp(session)
+    app, bus = live_app()
     async with app.run_test(size=(120, 34)) as pilot:
-        bus = session.bus
         bus.publish(ServerState(t_s=OOM.t_s - 60, state="running"))
         bus.publish(RequestDone(t_s=OOM.t_s - 1, run_index=0, request_index=0, ok=False,
                                 error="HTTP 422: Unexpected fields in the request: {'ignore_eos'}"))

@@ -14,21 +14,7 @@ import random
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tuiapp.events import (
-    Alert,
-    BenchSummary,
-    GpuSample,
-    HostSample,
-    LogLine,
-    RequestDone,
-    RunDone,
-    ServerInfo,
-    ServerState,
-    ServerStats,
-    TrialResult,
-    TrialState,
-    _Event,
-)
+from tuiapp import events as ev  # the event contract is all a stand-in may import
 
 GIB = 1024**3
 
@@ -58,20 +44,20 @@ def campaign_events(
     gpu_hz: float = 1.0,
     trials: tuple[SynthTrial, ...] = CAMPAIGN,
     seed: int = 1,
-) -> Iterator[_Event]:
+) -> Iterator[ev._Event]:
     rng = random.Random(seed)
     per_trial_s = duration_s / len(trials)
     t = start_t_s
-    yield ServerState(t_s=t, state="starting", url="http://127.0.0.1:30000", pid=4242)
+    yield ev.ServerState(t_s=t, state="starting", url="http://127.0.0.1:30000", pid=4242)
     line_no = 0
     run_index = 0
     alert_id = 0
     for k, trial in enumerate(trials):
         t0 = start_t_s + k * per_trial_s
         end = t0 + per_trial_s
-        yield TrialState(t_s=t0, name=trial.name, index=k, total=len(trials), phase="running")
-        yield ServerState(t_s=t0 + 0.1, state="ready", url="http://127.0.0.1:30000", pid=4242, startup_s=84.0)
-        yield ServerInfo(
+        yield ev.TrialState(t_s=t0, name=trial.name, index=k, total=len(trials), phase="running")
+        yield ev.ServerState(t_s=t0 + 0.1, state="ready", url="http://127.0.0.1:30000", pid=4242, startup_s=84.0)
+        yield ev.ServerInfo(
             t_s=t0 + 0.2, url="http://127.0.0.1:30000", model_path="moonshotai/Kimi-K2.5", version="0.5.6",
             tp_size=8, speculative_algorithm="EAGLE3" if trial.accept_length else None,
         )
@@ -91,18 +77,18 @@ def campaign_events(
                 failed = True
                 alert_id += 1
                 line_no += 1
-                yield Alert(
+                yield ev.Alert(
                     t_s=t, alert_kind=trial.failure, message="torch.OutOfMemoryError: CUDA out of memory. "
                     "Tried to allocate 2.00 GiB. GPU 3 has a total capacity of 95.59 GiB",
                     ranks=[0, 1, 2, 3, 4, 5, 6, 7], first_line=line_no, alert_id=alert_id,
                     traceback="Traceback (most recent call last):\n  ...\ntorch.OutOfMemoryError: CUDA out of memory.",
                 )
-                yield ServerState(t_s=t + 0.5, state="failed", exit_code=1, message="server exited")
-                yield TrialState(t_s=t + 1, name=trial.name, index=k, total=len(trials), phase="failed", message="oom")
+                yield ev.ServerState(t_s=t + 0.5, state="failed", exit_code=1, message="server exited")
+                yield ev.TrialState(t_s=t + 1, name=trial.name, index=k, total=len(trials), phase="failed", message="oom")
             rate = trial.decode_tok_s * (1 + rng.gauss(0, 0.003))
             if t == next_gpu:
                 for i in range(gpus):
-                    yield GpuSample(
+                    yield ev.GpuSample(
                         t_s=t, index=i, uuid=f"GPU-{i:08x}-5a1c-4b2e-9d7f-0123456789ab",
                         name="NVIDIA RTX PRO 6000 Blackwell Server Edition",
                         mem_used_bytes=int((78 + i * 0.3 + rng.random()) * GIB), mem_reserved_bytes=int(0.6 * GIB),
@@ -116,9 +102,9 @@ def campaign_events(
                 next_gpu += 1 / gpu_hz
                 continue
             if t == next_host:
-                yield HostSample(t_s=t, cpu_pct=12.5 + rng.random(), mem_used_bytes=180 * GIB,
+                yield ev.HostSample(t_s=t, cpu_pct=12.5 + rng.random(), mem_used_bytes=180 * GIB,
                                  mem_total_bytes=1024 * GIB, server_rss_bytes=40 * GIB)
-                yield ServerStats(t_s=t, source="metrics", gen_throughput_tok_s=None if failed else rate,
+                yield ev.ServerStats(t_s=t, source="metrics", gen_throughput_tok_s=None if failed else rate,
                                   accept_length=trial.accept_length, running_reqs=0 if failed else 1,
                                   queue_reqs=0, token_usage=0.02)
                 next_host += 1.0
@@ -129,12 +115,12 @@ def campaign_events(
             if t == next_decode:
                 line_no += 1
                 accept = f"accept len: {trial.accept_length:.2f}, accept rate: 0.61, " if trial.accept_length else ""
-                yield LogLine(
+                yield ev.LogLine(
                     t_s=t, line_no=line_no, tp_rank=0,
                     text=f"[2026-11-29 10:{int(t) % 60:02d}:00 TP0] Decode batch, #running-req: 1, #token: 3712, "
                     f"token usage: 0.02, {accept}cuda graph: True, gen throughput (token/s): {rate:.2f}, #queue-req: 0",
                 )
-                yield ServerStats(t_s=t, source="log_decode", gen_throughput_tok_s=rate, running_reqs=1, queue_reqs=0,
+                yield ev.ServerStats(t_s=t, source="log_decode", gen_throughput_tok_s=rate, running_reqs=1, queue_reqs=0,
                                   token_usage=0.02, accept_length=trial.accept_length, cuda_graph=True)
                 steps = 40 * (trial.accept_length or 1.0)
                 next_decode += steps / trial.decode_tok_s
@@ -144,11 +130,11 @@ def campaign_events(
             e2e = 0.045 + (completion - 1) / rate
             requests_in_run.append(rate)
             line_no += 2
-            yield LogLine(t_s=t, line_no=line_no - 1, tp_rank=0,
+            yield ev.LogLine(t_s=t, line_no=line_no - 1, tp_rank=0,
                           text="[2026-11-29 10:00:00 TP0] Prefill batch, #new-seq: 1, #new-token: 30, #cached-token: 0, "
                           "token usage: 0.02, #running-req: 0, #queue-req: 0")
-            yield LogLine(t_s=t, line_no=line_no, text='INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK')
-            yield RequestDone(t_s=t, run_index=run_index, request_index=len(requests_in_run) - 1, prompt_tokens=30,
+            yield ev.LogLine(t_s=t, line_no=line_no, text='INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK')
+            yield ev.RequestDone(t_s=t, run_index=run_index, request_index=len(requests_in_run) - 1, prompt_tokens=30,
                               completion_tokens=completion, ttft_s=0.045, itl_s=1 / rate, e2e_s=e2e,
                               decode_tok_s=rate, chunks=completion, tokens_per_chunk=1.0,
                               accept_length=trial.accept_length, finish_reason="length")
@@ -156,7 +142,7 @@ def campaign_events(
             if len(requests_in_run) == 5:
                 decode = sum(requests_in_run) / 5
                 runs_of_trial.append(decode)
-                yield RunDone(t_s=t, run_index=run_index, requests=5, duration_s=t - run_start,
+                yield ev.RunDone(t_s=t, run_index=run_index, requests=5, duration_s=t - run_start,
                               decode_tok_s=decode, output_tok_s=decode * 0.985, ttft_s=0.045, itl_s=1 / decode,
                               accept_length=trial.accept_length, trial=trial.name)
                 run_index += 1
@@ -164,9 +150,9 @@ def campaign_events(
                 requests_in_run = []
         if runs_of_trial:
             m = sum(runs_of_trial) / len(runs_of_trial)
-            yield BenchSummary(t_s=end - 0.01, runs=len(runs_of_trial), mean_decode_tok_s=m, sd_decode_tok_s=0.3,
+            yield ev.BenchSummary(t_s=end - 0.01, runs=len(runs_of_trial), mean_decode_tok_s=m, sd_decode_tok_s=0.3,
                                trial=trial.name)
-        yield TrialResult(
+        yield ev.TrialResult(
             t_s=end - 0.005, name=trial.name, status=trial.failure or "ok",
             row={"name": trial.name, "status": trial.failure or "ok", "runs_decode_tok_s": runs_of_trial,
                  "mean_decode_tok_s": (sum(runs_of_trial) / len(runs_of_trial)) if runs_of_trial else None,
@@ -176,4 +162,4 @@ def campaign_events(
                  "first_error": trial.failure},
         )
         if not failed:
-            yield TrialState(t_s=end - 0.001, name=trial.name, index=k, total=len(trials), phase="done")
+            yield ev.TrialState(t_s=end - 0.001, name=trial.name, index=k, total=len(trials), phase="done")
