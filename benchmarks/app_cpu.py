@@ -224,16 +224,21 @@ BASELINE: Path | None = None
 SHOW = print  # main() points it at its row printer
 
 
+REPEAT = 1  # --repeat: before/after pairs per scenario, interleaved
+
+
 def both(measure, *args) -> None:
-    """Run one measurement with the baseline tree (when given), then with this one."""
+    """Run one measurement with the baseline tree (when given), then with this one; REPEAT
+    times, alternating, so a burst of other load on the box hits both sides alike."""
     global TREE
-    if BASELINE is not None:
-        TREE = BASELINE
-        try:
-            SHOW(measure(*args))
-        finally:
-            TREE = None
-    SHOW(measure(*args))
+    for _ in range(REPEAT):
+        if BASELINE is not None:
+            TREE = BASELINE
+            try:
+                SHOW(measure(*args))
+            finally:
+                TREE = None
+        SHOW(measure(*args))
 
 
 def _bytes(app: App) -> int:
@@ -320,6 +325,16 @@ def measure_aiperf(sim: SimProcess, size: tuple[int, int], warmup_s: float, seco
             "sim_pct": float("nan"), "out_kib_s": 0.0, "wall_s": w1 - w0}
 
 
+def _median(rows: list[dict], what: str) -> dict | None:
+    """The median of each figure over the rows of one scenario."""
+    import statistics
+
+    picked = [r for r in rows if r["what"] == what]
+    if not picked:
+        return None
+    return {k: statistics.median(r[k] for r in picked) for k in ("tuiapp_pct", "sim_pct")}
+
+
 def parse_sizes(text: str) -> list[tuple[int, int]]:
     out = []
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -343,10 +358,13 @@ def main() -> None:
     ap.add_argument("--baseline-tree", metavar="DIR", help="a checkout of the code before a change "
                     "(e.g. git archive OLD | tar -x -C DIR): every scenario runs with it, then with "
                     "this tree, back to back, and the ratios after/before are printed")
+    ap.add_argument("--repeat", type=int, default=1, help="run each scenario this many times (alternating "
+                    "with the baseline); the after/before ratio is of the medians")
     ap.add_argument("--py-spy", metavar="DIR", help="profile each measured window with py-spy into DIR "
                     "(collapsed stacks; its sampling perturbs the figures a little)")
     args = ap.parse_args()
-    global PROFILE_DIR, BASELINE, SHOW
+    global PROFILE_DIR, BASELINE, SHOW, REPEAT
+    REPEAT = max(1, args.repeat)
     if args.baseline_tree:
         BASELINE = Path(args.baseline_tree).resolve()
     if args.py_spy:
@@ -387,7 +405,7 @@ def main() -> None:
         n_trials = None
         if not args.skip_headless:
             both(measure_demo, None, None, args.demo_limit)
-            n_trials = rows[-1]["trials"] or None
+            n_trials = max(r.get("trials") or 0 for r in rows) or None
         else:
             from tuiapp.trials.plan import load_plan
             from tuiapp.trials.plans import plan_path
@@ -404,15 +422,19 @@ def main() -> None:
         vs_head = row["tuiapp_pct"] / base["tuiapp_pct"] if base and base["tuiapp_pct"] else float("nan")
         print(f"  {row['what']:<32} / simulator {vs_sim:5.2f}   / headless {vs_head:5.2f}")
     if BASELINE is not None:
-        print("after / before (same scenario, back to back in this run):")
+        print("after / before (same scenario, back to back in this run; medians of --repeat runs):")
+        seen = set()
         for row in rows:
-            if not row["what"].startswith("after  "):
+            if not row["what"].startswith("after  ") or row["what"] in seen:
                 continue
+            seen.add(row["what"])
             name = row["what"][len("after  "):]
-            old = next((r for r in rows if r["what"] == "before " + name), None)
+            new = _median(rows, "after  " + name)
+            old = _median(rows, "before " + name)
             if old and old["tuiapp_pct"]:
-                sim_ratio = (row["sim_pct"] / old["sim_pct"]) if old["sim_pct"] else float("nan")
-                print(f"  {name:<32} tuiapp {row['tuiapp_pct'] / old['tuiapp_pct']:5.2f}"
+                sim_ratio = (new["sim_pct"] / old["sim_pct"]) if old["sim_pct"] else float("nan")
+                print(f"  {name:<32} tuiapp {old['tuiapp_pct']:6.2f}% -> {new['tuiapp_pct']:6.2f}%  "
+                      f"ratio {new['tuiapp_pct'] / old['tuiapp_pct']:5.2f}"
                       f"   (simulator {sim_ratio:5.2f}: how much the box itself moved)")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "notes": notes}, indent=2) + "\n")
