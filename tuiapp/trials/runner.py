@@ -168,7 +168,7 @@ class PlanRunner:
             row.status, row.first_error = "preflight", str(exc)
             state("failed", str(exc))
             return row
-        collector = TrialCollector(self._gpu_interval_s())
+        collector = TrialCollector(self.options.gpu_interval_s)  # the cadence once ready
 
         def observe(event: _Event) -> None:
             collector.observe(event)
@@ -247,7 +247,7 @@ class PlanRunner:
                 await server.start()
             except LaunchError as exc:
                 return f"launch_error:{exc}"
-            helpers.append(asyncio.create_task(self._gpu_sampler(observe, url, http)))
+            helpers.append(asyncio.create_task(self._gpu_sampler(observe, url, http, server)))
             if self.options.telemetry != "off":
                 from tuiapp.telemetry import run_host_sampler
 
@@ -307,13 +307,21 @@ class PlanRunner:
         # the simulator compresses start-up: sample faster so short-lived servers are seen
         return self.options.gpu_interval_s / (4.0 if self.options.sim_speed else 1.0)
 
-    async def _gpu_sampler(self, observe, url: str, http) -> None:
+    async def _gpu_sampler(self, observe, url: str, http, server) -> None:
         from tuiapp.telemetry import run_telemetry
 
         kind = self.options.telemetry
         if kind == "auto" and (self.options.sim_speed is not None or is_sim_command(self.server)):
             kind = "sim"
-        await run_telemetry(observe, kind, sim_url=url, interval_s=self._gpu_interval_s(), sim_client=http.sync)
+        fast_s, steady_s = self._gpu_interval_s(), self.options.gpu_interval_s
+
+        def next_interval_s() -> float:
+            # Only the compressed start-up needs the fast cadence: once the server is ready the
+            # real 1 s (8 GPUs at 4 Hz were 32 samples a second through the bus for nothing new).
+            return steady_s if server.ready else fast_s
+
+        await run_telemetry(observe, kind, sim_url=url, interval_s=fast_s, sim_client=http.sync,
+                            next_interval_s=next_interval_s)
 
     def _fill(self, row: LedgerRow, collector: TrialCollector, outcome: str) -> None:
         row.startup_s = self.startup_s
