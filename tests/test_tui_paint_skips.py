@@ -85,3 +85,32 @@ async def test_gpu_table_repaints_at_most_every_interval():
         before = calls[0]
         table.paint()  # nothing new, and the subtitle (host line) did not change
         assert calls[0] == before
+
+
+async def test_a_changed_panel_is_rendered_once_per_paint():
+    """paint() builds the text to compare; Textual's render for that refresh reuses it."""
+    session = Session(title="paint", sources=[idle])
+    app = DashboardApp(session)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        panel = app.dashboard.query_one(ThroughputPanel)
+        panel.paint(force=True)
+        await pilot.pause()
+        builds = [0]
+        inner = type(panel).render.__wrapped__
+
+        def counting(self):
+            builds[0] += 1
+            return inner(self)
+
+        type(panel).render.__wrapped__ = counting  # the wrapper calls whatever it wraps
+        try:
+            app.store.apply(ServerStats(source="metrics", gen_throughput_tok_s=77.0))
+            panel._painted_s = 0.0
+            panel.paint()
+            await pilot.pause()
+            await pilot.pause()
+        finally:
+            type(panel).render.__wrapped__ = inner
+        assert builds[0] == 1
+        assert "77" in str(panel.render())  # and the screen got the new figure
