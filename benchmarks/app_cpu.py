@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/app_cpu.py [--seconds 30] [--warmup 10] [--sizes 80x24,160x48,200x60]
                                            [--demo-sizes 160x48] [--skip-demo] [--skip-attach]
+                                           [--baseline-tree DIR] [--repeat N] [--py-spy DIR]
 
 One run, in order:
 
@@ -40,6 +41,24 @@ Before/after in one run (``--baseline-tree`` = a ``git archive 12dbc5e``, ``--si
     attach c=1 headless      2.37 -> 1.83     2.57 -> 1.60
     demo headless            4.58 -> 2.83     4.37 -> 3.03
     demo TUI 160x48         11.22 -> 8.68    12.99 -> 9.02
+
+Round 2 (frames follow the data, at most one a second; GPUs at 4 Hz only during the demo's
+compressed start-up; a changed panel rendered once per frame; a ledger whose width never
+changes, so no whole-screen layout passes; fewer sampler wake-ups). Before = main at
+f94684c (round 1), after = this tree, in one run each; the box was ~2.5x slower per unit of
+work than in round 1 (the same round-1 code measured 10.8% where it had measured 3.7%), so
+only the ratios carry over:
+
+    --sizes 160x48 --seconds 20 --warmup 8 --repeat 2 --skip-demo  (medians)
+    attach c=1 TUI 160x48   10.80 -> 9.80   ratio 0.91 (simulator 0.99)
+    attach c=1 headless      4.37 -> 4.17   ratio 0.95 (simulator 0.98)
+    --skip-attach --demo-sizes 160x48
+    demo headless            5.19 -> 5.05   ratio 0.97 (simulator 1.09; tuiapp/simulator 1.38 -> 1.23)
+    demo TUI 160x48         11.21 -> 9.43   ratio 0.84 (simulator 1.01); pty out 34.4 -> 24.7 KiB/s
+
+An earlier demo-headless pair in the same session (GPU cadence change only): 6.42 -> 5.21
+(ratio 0.81, simulator 0.95). Back to back, runs of the same code differ by up to 1.7x here
+(attach TUI before: 6.0, 6.1, 10.2 in one --repeat 3 run): use --repeat.
 """
 
 from __future__ import annotations

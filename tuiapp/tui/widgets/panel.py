@@ -39,7 +39,7 @@ class Panel(Widget):
         self._painted_s = 0.0
 
     def paint(self, force: bool = False) -> None:
-        """Refresh if the store changed what this panel shows (called by the paint timer).
+        """Refresh if the store changed what this panel shows (called by the dashboard's frame).
 
         A version that moved does not always move the text (the same figure again, a
         series that only grew off-screen): the text is rendered and compared first, since
@@ -49,7 +49,7 @@ class Panel(Widget):
             return
         now_s = time.monotonic()
         if not force and now_s - self._painted_s < self.min_interval_s:
-            return  # painted a moment ago: the next tick after the interval shows it
+            return  # painted a moment ago: the next frame after the interval shows it
         self._painted_s = now_s
         self.painted_version = version
         self.__dict__.pop("_compared", None)  # an unused one is older than what comes now
