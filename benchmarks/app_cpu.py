@@ -56,7 +56,11 @@ only the ratios carry over:
     demo headless            5.19 -> 5.05   ratio 0.97 (simulator 1.09; tuiapp/simulator 1.38 -> 1.23)
     demo TUI 160x48         11.21 -> 9.43   ratio 0.84 (simulator 1.01); pty out 34.4 -> 24.7 KiB/s
 
-An earlier demo-headless pair in the same session (GPU cadence change only): 6.42 -> 5.21
+Those demo rows sampled the GPUs at 1 s from ready on; the final code keeps 4 Hz for 5 s
+after ready (a short benchmark keeps its PCIe samples). With the final code, once the box
+was back to round-1 speed: demo headless 3.32 -> 3.29 (ratio 0.99, simulator 1.03: no
+measurable gain); attach c=1 TUI 160x48 --repeat 2: 4.75 -> 4.12 (ratio 0.87, simulator
+1.02). An earlier demo-headless pair with the 1 s-from-ready cadence: 6.42 -> 5.21
 (ratio 0.81, simulator 0.95). Back to back, runs of the same code differ by up to 1.7x here
 (attach TUI before: 6.0, 6.1, 10.2 in one --repeat 3 run): use --repeat.
 """
