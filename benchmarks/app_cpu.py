@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/app_cpu.py [--seconds 30] [--warmup 10] [--sizes 80x24,160x48,200x60]
                                            [--demo-sizes 160x48] [--skip-demo] [--skip-attach]
+                                           [--baseline-tree DIR] [--repeat N] [--py-spy DIR]
 
 One run, in order:
 
@@ -40,6 +41,28 @@ Before/after in one run (``--baseline-tree`` = a ``git archive 12dbc5e``, ``--si
     attach c=1 headless      2.37 -> 1.83     2.57 -> 1.60
     demo headless            4.58 -> 2.83     4.37 -> 3.03
     demo TUI 160x48         11.22 -> 8.68    12.99 -> 9.02
+
+Round 2 (frames follow the data, at most one a second; GPUs at 4 Hz only during the demo's
+compressed start-up; a changed panel rendered once per frame; a ledger whose width never
+changes, so no whole-screen layout passes; fewer sampler wake-ups). Before = main at
+f94684c (round 1), after = this tree, in one run each; the box was ~2.5x slower per unit of
+work than in round 1 (the same round-1 code measured 10.8% where it had measured 3.7%), so
+only the ratios carry over:
+
+    --sizes 160x48 --seconds 20 --warmup 8 --repeat 2 --skip-demo  (medians)
+    attach c=1 TUI 160x48   10.80 -> 9.80   ratio 0.91 (simulator 0.99)
+    attach c=1 headless      4.37 -> 4.17   ratio 0.95 (simulator 0.98)
+    --skip-attach --demo-sizes 160x48
+    demo headless            5.19 -> 5.05   ratio 0.97 (simulator 1.09; tuiapp/simulator 1.38 -> 1.23)
+    demo TUI 160x48         11.21 -> 9.43   ratio 0.84 (simulator 1.01); pty out 34.4 -> 24.7 KiB/s
+
+Those demo rows sampled the GPUs at 1 s from ready on; the final code keeps 4 Hz for 5 s
+after ready (a short benchmark keeps its PCIe samples). With the final code, once the box
+was back to round-1 speed: demo headless 3.32 -> 3.29 (ratio 0.99, simulator 1.03: no
+measurable gain); attach c=1 TUI 160x48 --repeat 2: 4.75 -> 4.12 (ratio 0.87, simulator
+1.02). An earlier demo-headless pair with the 1 s-from-ready cadence: 6.42 -> 5.21
+(ratio 0.81, simulator 0.95). Back to back, runs of the same code differ by up to 1.7x here
+(attach TUI before: 6.0, 6.1, 10.2 in one --repeat 3 run): use --repeat.
 """
 
 from __future__ import annotations
@@ -224,16 +247,21 @@ BASELINE: Path | None = None
 SHOW = print  # main() points it at its row printer
 
 
+REPEAT = 1  # --repeat: before/after pairs per scenario, interleaved
+
+
 def both(measure, *args) -> None:
-    """Run one measurement with the baseline tree (when given), then with this one."""
+    """Run one measurement with the baseline tree (when given), then with this one; REPEAT
+    times, alternating, so a burst of other load on the box hits both sides alike."""
     global TREE
-    if BASELINE is not None:
-        TREE = BASELINE
-        try:
-            SHOW(measure(*args))
-        finally:
-            TREE = None
-    SHOW(measure(*args))
+    for _ in range(REPEAT):
+        if BASELINE is not None:
+            TREE = BASELINE
+            try:
+                SHOW(measure(*args))
+            finally:
+                TREE = None
+        SHOW(measure(*args))
 
 
 def _bytes(app: App) -> int:
@@ -320,6 +348,16 @@ def measure_aiperf(sim: SimProcess, size: tuple[int, int], warmup_s: float, seco
             "sim_pct": float("nan"), "out_kib_s": 0.0, "wall_s": w1 - w0}
 
 
+def _median(rows: list[dict], what: str) -> dict | None:
+    """The median of each figure over the rows of one scenario."""
+    import statistics
+
+    picked = [r for r in rows if r["what"] == what]
+    if not picked:
+        return None
+    return {k: statistics.median(r[k] for r in picked) for k in ("tuiapp_pct", "sim_pct")}
+
+
 def parse_sizes(text: str) -> list[tuple[int, int]]:
     out = []
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -343,10 +381,13 @@ def main() -> None:
     ap.add_argument("--baseline-tree", metavar="DIR", help="a checkout of the code before a change "
                     "(e.g. git archive OLD | tar -x -C DIR): every scenario runs with it, then with "
                     "this tree, back to back, and the ratios after/before are printed")
+    ap.add_argument("--repeat", type=int, default=1, help="run each scenario this many times (alternating "
+                    "with the baseline); the after/before ratio is of the medians")
     ap.add_argument("--py-spy", metavar="DIR", help="profile each measured window with py-spy into DIR "
                     "(collapsed stacks; its sampling perturbs the figures a little)")
     args = ap.parse_args()
-    global PROFILE_DIR, BASELINE, SHOW
+    global PROFILE_DIR, BASELINE, SHOW, REPEAT
+    REPEAT = max(1, args.repeat)
     if args.baseline_tree:
         BASELINE = Path(args.baseline_tree).resolve()
     if args.py_spy:
@@ -387,7 +428,7 @@ def main() -> None:
         n_trials = None
         if not args.skip_headless:
             both(measure_demo, None, None, args.demo_limit)
-            n_trials = rows[-1]["trials"] or None
+            n_trials = max(r.get("trials") or 0 for r in rows) or None
         else:
             from tuiapp.trials.plan import load_plan
             from tuiapp.trials.plans import plan_path
@@ -404,15 +445,19 @@ def main() -> None:
         vs_head = row["tuiapp_pct"] / base["tuiapp_pct"] if base and base["tuiapp_pct"] else float("nan")
         print(f"  {row['what']:<32} / simulator {vs_sim:5.2f}   / headless {vs_head:5.2f}")
     if BASELINE is not None:
-        print("after / before (same scenario, back to back in this run):")
+        print("after / before (same scenario, back to back in this run; medians of --repeat runs):")
+        seen = set()
         for row in rows:
-            if not row["what"].startswith("after  "):
+            if not row["what"].startswith("after  ") or row["what"] in seen:
                 continue
+            seen.add(row["what"])
             name = row["what"][len("after  "):]
-            old = next((r for r in rows if r["what"] == "before " + name), None)
+            new = _median(rows, "after  " + name)
+            old = _median(rows, "before " + name)
             if old and old["tuiapp_pct"]:
-                sim_ratio = (row["sim_pct"] / old["sim_pct"]) if old["sim_pct"] else float("nan")
-                print(f"  {name:<32} tuiapp {row['tuiapp_pct'] / old['tuiapp_pct']:5.2f}"
+                sim_ratio = (new["sim_pct"] / old["sim_pct"]) if old["sim_pct"] else float("nan")
+                print(f"  {name:<32} tuiapp {old['tuiapp_pct']:6.2f}% -> {new['tuiapp_pct']:6.2f}%  "
+                      f"ratio {new['tuiapp_pct'] / old['tuiapp_pct']:5.2f}"
                       f"   (simulator {sim_ratio:5.2f}: how much the box itself moved)")
     if args.json:
         Path(args.json).write_text(json.dumps({"rows": rows, "notes": notes}, indent=2) + "\n")

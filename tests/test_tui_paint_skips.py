@@ -20,11 +20,11 @@ async def idle(bus) -> None:
 
 
 @pytest.fixture
-async def app():
+async def pilot():
     app = DashboardApp(Session(title="paint", sources=[idle]))
     async with app.run_test(size=(160, 48)) as pilot:
         await pilot.pause()
-        yield app
+        yield pilot
 
 
 def _count_refreshes(widget) -> list[int]:
@@ -39,7 +39,8 @@ def _count_refreshes(widget) -> list[int]:
     return calls
 
 
-async def test_a_bump_that_changes_no_text_does_not_refresh(app):
+async def test_a_bump_that_changes_no_text_does_not_refresh(pilot):
+    app = pilot.app
     panel = app.dashboard.query_one(AcceptancePanel)
     panel.paint(force=True)
     calls = _count_refreshes(panel)
@@ -55,7 +56,8 @@ async def test_a_bump_that_changes_no_text_does_not_refresh(app):
     assert panel.painted_version == app.store.versions["acceptance"]
 
 
-async def test_a_changed_figure_refreshes_within_its_interval(app):
+async def test_a_changed_figure_refreshes_within_its_interval(pilot):
+    app = pilot.app
     panel = app.dashboard.query_one(ThroughputPanel)
     panel.paint(force=True)
     calls = _count_refreshes(panel)
@@ -68,7 +70,8 @@ async def test_a_changed_figure_refreshes_within_its_interval(app):
     assert panel.min_interval_s <= 1.0  # tok/s is never shown more than ~1 s late
 
 
-async def test_gpu_table_repaints_at_most_every_interval(app):
+async def test_gpu_table_repaints_at_most_every_interval(pilot):
+    app = pilot.app
     table = app.dashboard.query_one(GpuTable)
     table.paint(force=True)
     calls = _count_refreshes(table)
@@ -83,3 +86,29 @@ async def test_gpu_table_repaints_at_most_every_interval(app):
     before = calls[0]
     table.paint()  # nothing new, and the subtitle (host line) did not change
     assert calls[0] == before
+
+
+async def test_a_changed_panel_is_rendered_once_per_paint(pilot):
+    """paint() builds the text to compare; Textual's render for that refresh reuses it."""
+    app = pilot.app
+    panel = app.dashboard.query_one(ThroughputPanel)
+    panel.paint(force=True)
+    await pilot.pause()
+    builds = [0]
+    inner = type(panel).render.__wrapped__
+
+    def counting(self):
+        builds[0] += 1
+        return inner(self)
+
+    type(panel).render.__wrapped__ = counting  # the wrapper calls whatever it wraps
+    try:
+        app.store.apply(ServerStats(source="metrics", gen_throughput_tok_s=77.0))
+        panel._painted_s = 0.0
+        panel.paint()
+        await pilot.pause()
+        await pilot.pause()
+    finally:
+        type(panel).render.__wrapped__ = inner
+    assert builds[0] == 1
+    assert "77" in str(panel.render())  # and the screen got the new figure

@@ -205,6 +205,11 @@ class ServerProcess:
 
     # ------------------------------------------------------------------ readiness
 
+    @property
+    def ready(self) -> bool:
+        """Whether the server said it is ready (a flag: safe to read from another thread)."""
+        return self._ready.is_set()
+
     async def wait_ready(self) -> bool:
         """True once ready; False when the server failed or was not ready in time
         (a timeout leaves it running: call :meth:`stop`)."""

@@ -98,7 +98,7 @@ def open_backend(kind: str = "auto", *, sim_url: str | None = None, n_sim_gpus: 
 
 async def run_telemetry(publish, kind: str = "auto", *, sim_url: str | None = None,
                         dcgm_urls: list[str] | None = None, interval_s: float = 1.0,
-                        stop=None, sim_client=None) -> None:
+                        stop=None, sim_client=None, next_interval_s=None) -> None:
     """A session source: open the backend ``kind`` names (off the event loop: NVML start-up
     blocks), say in one Note what telemetry there is, then sample until stopped."""
     import asyncio
@@ -114,4 +114,4 @@ async def run_telemetry(publish, kind: str = "auto", *, sim_url: str | None = No
         backend, note = None, f"telemetry off: {exc}"
     if note:
         publish(Note(level="info" if backend else "warning", text=note, source="telemetry"))
-    await run_gpu_sampler(publish, backend, interval_s=interval_s, stop=stop)
+    await run_gpu_sampler(publish, backend, interval_s=interval_s, stop=stop, next_interval_s=next_interval_s)

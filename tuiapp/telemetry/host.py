@@ -9,7 +9,7 @@ import psutil
 
 from tuiapp.events import HostSample
 from tuiapp.server.proctree import Descendants
-from tuiapp.telemetry.sampler import Publish, _Loop, _wait_stop
+from tuiapp.telemetry.sampler import Publish, _Loop
 
 
 def tree_rss_bytes(pid: int, descendants: Descendants | None = None) -> int | None:
@@ -58,7 +58,7 @@ async def run_host_sampler(publish: Publish, *, server_pid: int | None = None,
     loop = _Loop("host-sample", tick, interval_s, halt)
     loop.thread.start()
     try:
-        while not await _wait_stop(stop, min(0.5, interval_s)):
-            pass
+        # nothing to do here but wait: no wake-ups until stopped or cancelled
+        await (stop.wait() if stop is not None else asyncio.get_running_loop().create_future())
     finally:
         halt.set()

@@ -52,9 +52,11 @@ class _Loop:
 class SamplerThreads:
     """The threads behind one backend: sample (every interval), poll (counters), events."""
 
-    def __init__(self, publish: Publish, backend: Backend, interval_s: float) -> None:
+    def __init__(self, publish: Publish, backend: Backend, interval_s: float,
+                 next_interval_s: Callable[[], float] | None = None) -> None:
         self.publish = publish
         self.backend = backend
+        self.next_interval_s = next_interval_s
         self.halt = threading.Event()
         self._errors_seen: set[str] = set()
         self.loops = [_Loop("gpu-sample", self._sample, interval_s, self.halt)]
@@ -90,17 +92,21 @@ class SamplerThreads:
                 return None
         return run
 
-    def _sample(self) -> None:
+    def _sample(self) -> float | None:
         try:
             events = self.backend.sample()
         except Exception as exc:
             if not self.halt.is_set():  # a call cut short by the session closing is no error
                 self._note_error(exc)
-            return
+            return self._next()
         if self.halt.is_set():
-            return
+            return None
         for ev in events:
             self.publish(ev)
+        return self._next()
+
+    def _next(self) -> float | None:
+        return self.next_interval_s() if self.next_interval_s is not None else None
 
     def _events(self) -> None:
         while not self.halt.is_set():
@@ -149,17 +155,22 @@ async def _wait_stop(stop: asyncio.Event | None, timeout_s: float) -> bool:
 
 async def run_gpu_sampler(publish: Publish, backend: Backend | None, *, interval_s: float = 1.0,
                           stop: asyncio.Event | None = None,
-                          hang_timeout_s: float | None = None) -> None:
+                          hang_timeout_s: float | None = None,
+                          next_interval_s: Callable[[], float] | None = None) -> None:
     """Publish a GpuSample per GPU every ``interval_s`` until ``stop`` is set or the task is
-    cancelled; Alerts (gpu_lost, xid) and Notes as they come. Closes the backend at the end."""
+    cancelled; Alerts (gpu_lost, xid) and Notes as they come. Closes the backend at the end.
+    ``next_interval_s``: asked after each sample for the wait before the next (a cadence that
+    changes with the server's phase); ``interval_s`` is then the shortest it returns."""
     if backend is None:
         return
     hang_s = hang_timeout_s if hang_timeout_s is not None else max(5.0, 3 * interval_s)
-    threads = SamplerThreads(publish, backend, interval_s)
+    threads = SamplerThreads(publish, backend, interval_s, next_interval_s)
     threads.start()
     stalled = False
     try:
-        while not await _wait_stop(stop, min(0.5, interval_s)):
+        # a stall is news after hang_s (>= 5 s unless told): no need to look 4 times a second
+        check_s = min(0.5, max(interval_s, hang_s / 4))
+        while not await _wait_stop(stop, check_s):
             stuck_s = threads.stalled_s()
             if stuck_s > hang_s and not stalled:
                 stalled = True

@@ -52,6 +52,11 @@ def column_widths(cells: list[dict[str, str]], width: int) -> dict[str, int]:
         del shown[key]
     spare = width - (sum(shown.values()) - shown["name"]) - (len(shown) - 1)
     shown["name"] = max(_NAME_MIN, min(natural["name"], spare))
+    # The last column takes what is left, so the table's width is the panel's whatever the
+    # cells: a column that grows then changes no size, and Textual repaints the ledger
+    # alone instead of laying out and redrawing the whole screen.
+    last = list(shown)[-1]
+    shown[last] += max(0, width - (sum(shown.values()) + len(shown) - 1))
     return shown
 
 

@@ -26,6 +26,11 @@ class Panel(Widget):
     #: render and compare before refreshing (False where the text nearly always moves)
     compare_text: ClassVar[bool] = True
 
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        if "render" in cls.__dict__:
+            cls.render = _reusing_compared(cls.__dict__["render"])
+
     def __init__(self, store: DashboardStore, **kwargs) -> None:
         super().__init__(**kwargs)
         self.store = store
@@ -34,7 +39,7 @@ class Panel(Widget):
         self._painted_s = 0.0
 
     def paint(self, force: bool = False) -> None:
-        """Refresh if the store changed what this panel shows (called by the paint timer).
+        """Refresh if the store changed what this panel shows (called by the dashboard's frame).
 
         A version that moved does not always move the text (the same figure again, a
         series that only grew off-screen): the text is rendered and compared first, since
@@ -44,20 +49,37 @@ class Panel(Widget):
             return
         now_s = time.monotonic()
         if not force and now_s - self._painted_s < self.min_interval_s:
-            return  # painted a moment ago: the next tick after the interval shows it
+            return  # painted a moment ago: the next frame after the interval shows it
         self._painted_s = now_s
         self.painted_version = version
+        self.__dict__.pop("_compared", None)  # an unused one is older than what comes now
         if not force and self.compare_text and self.size.area:
             text = self.render()
             if text == self._painted_text:
                 return
             self._painted_text = text
+            self._compared = (text, self.size)  # Textual's render for this refresh takes it
         else:
             self._painted_text = None
         self.refresh(layout=force)
 
     def tone(self, name: str) -> Style:
         return tone_style(self, f"panel--{name}")
+
+
+def _reusing_compared(render):
+    """A panel's ``render`` that first hands out the text paint() just built to compare
+    (once, and only at the same size), so a changed panel is not rendered twice per frame."""
+
+    def reuse(self):
+        compared = self.__dict__.pop("_compared", None)
+        if compared is not None and compared[1] == self.size:
+            return compared[0]
+        return reuse.__wrapped__(self)
+
+    reuse.__doc__ = render.__doc__
+    reuse.__wrapped__ = render
+    return reuse
 
 
 def tone_style(widget: Widget, component: str) -> Style:
