@@ -14,31 +14,14 @@ from tuiapp.session import Session
 
 
 def run(session: Session, *, headless: bool, theme: str | None = None, screenshot_dir: Path | None = None) -> int:
-    previous = use_fast_event_loop()
-    try:
-        if headless:
-            return asyncio.run(run_headless(session))
-        from tuiapp.tui.app import run_app  # the only place that pulls in Textual
+    # asyncio's own loop, not uvloop: uvloop costs a third less CPU per socket read, but a
+    # headless soak at concurrency 4 grew 4.0 MB in 9 min on it against 1.75 MB on asyncio's
+    # loop, side by side (benchmarks/soak_memory.py); flat memory in a long job comes first.
+    if headless:
+        return asyncio.run(run_headless(session))
+    from tuiapp.tui.app import run_app  # the only place that pulls in Textual
 
-        return run_app(session, theme=theme, screenshot_dir=screenshot_dir)
-    finally:
-        if previous is not None:
-            asyncio.set_event_loop_policy(previous)  # a caller's own loops stay its own
-
-
-def use_fast_event_loop() -> asyncio.AbstractEventLoopPolicy | None:
-    """uvloop's event loop where it is installed (not on Windows): the benchmark stream
-    costs one loop turn per socket read, one read per token, and uvloop's turn costs a
-    third less CPU than asyncio's own (1.06% vs 1.61% of a core for one 90 tok/s stream).
-    Set as the policy so Textual's own asyncio.run gets it too; returns the policy it
-    replaced (None: nothing changed)."""
-    try:
-        import uvloop
-    except ImportError:
-        return None
-    previous = asyncio.get_event_loop_policy()
-    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
-    return previous
+    return run_app(session, theme=theme, screenshot_dir=screenshot_dir)
 
 
 async def run_headless(session: Session) -> int:
