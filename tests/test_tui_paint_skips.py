@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import asyncio
 import time
 
 import pytest
+from session_helpers import idle  # tests/ is on the path
 
 from tuiapp.events import GpuSample, ServerInfo, ServerStats
 from tuiapp.session import Session
 from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.widgets.gpu_table import GpuTable
 from tuiapp.tui.widgets.perf_panels import AcceptancePanel, ThroughputPanel
-
-
-async def idle(bus) -> None:
-    """A source that publishes nothing and runs until stopped (the test drives the bus)."""
-    await asyncio.Event().wait()
 
 
 @pytest.fixture

@@ -4,6 +4,8 @@ import asyncio
 import re
 from pathlib import Path
 
+from session_helpers import idle  # tests/ is on the path
+
 from tuiapp.commands.preview import preview_session, read_events
 from tuiapp.events import Alert, LogLine, ReplaySeek, ServerState
 from tuiapp.session import Session
@@ -13,11 +15,6 @@ from tuiapp.tui.widgets.alert_list import AlertList
 from tuiapp.tui.widgets.ledger_table import LedgerTable
 from tuiapp.tui.widgets.log_tail import LogTail
 from tuiapp.tui.widgets.timeline_bar import TimelineBar
-
-
-async def idle(bus) -> None:
-    """A source that publishes nothing and runs until stopped (the test drives the bus)."""
-    await asyncio.Event().wait()
 
 EVENTS = Path(__file__).parent / "data" / "tui" / "dashboard.jsonl"
 OOM = next(e for e in read_events(EVENTS) if isinstance(e, Alert) and e.alert_kind == "oom")

@@ -1,9 +1,9 @@
 """Every themes/*.toml loads, the app starts with each, switches at run time, and errors are clear."""
 
-import asyncio
 from pathlib import Path
 
 import pytest
+from session_helpers import idle  # tests/ is on the path
 from textual.color import Color
 
 from tuiapp.common.errors import UsageError
@@ -12,11 +12,6 @@ from tuiapp.tui import theme_files
 from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.theme_files import ThemeFileError, load_theme, load_themes, themes_dir
 from tuiapp.tui.widgets.gpu_table import GpuTable
-
-
-async def idle(bus) -> None:
-    """A source that publishes nothing and runs until stopped (the test drives the bus)."""
-    await asyncio.Event().wait()
 
 THEME_FILES = sorted(themes_dir().glob("*.toml"))
 
