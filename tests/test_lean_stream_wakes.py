@@ -1,4 +1,4 @@
-"""A streaming body wakes its reader at most every stream_wake_s, with exact arrival stamps."""
+"""A streaming body is read at most every stream_wake_s, with the kernel's arrival stamps."""
 
 from __future__ import annotations
 
@@ -13,54 +13,91 @@ N_CHUNKS = 20
 GAP_S = 0.005
 
 
-async def _serve(stamps: list[float]):
+async def _serve(before: list[float], after: list[float]):
+    """A chunked stream; ``before``/``after`` bracket each chunk's write (the last: the end)."""
     async def handle(reader, writer):
         await reader.readuntil(b"\r\n\r\n")
         writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
         for i in range(N_CHUNKS):
             body = b"data: %d\n\n" % i
+            before.append(time.perf_counter())
             writer.write(b"%x\r\n%s\r\n" % (len(body), body))
             await writer.drain()
-            stamps.append(time.perf_counter())
+            after.append(time.perf_counter())
             await asyncio.sleep(GAP_S)
+        before.append(time.perf_counter())
         writer.write(b"0\r\n\r\n")
         await writer.drain()
-        stamps.append(time.perf_counter())
+        after.append(time.perf_counter())
         writer.close()
 
     server = await asyncio.start_server(handle, "127.0.0.1", 0)
     return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
 
 
-async def _read(wake_s: float) -> tuple[list[tuple[float, bytes]], list[float], float]:
-    sent: list[float] = []
-    server, url = await _serve(sent)
+async def _read(wake_s: float, consumer_wake=None):
+    """Read the stream; ``consumer_wake(index, stream_wake)`` may ask for other spacing."""
+    before: list[float] = []
+    after: list[float] = []
+    server, url = await _serve(before, after)
     pieces = []
     async with httpx.AsyncClient(transport=LeanTransport(stream_wake_s=wake_s)) as client:
         async with client.stream("POST", url + "/generate", content=b"{}") as resp:
             arrived = resp.extensions["arrived_s"]
             async for raw in resp.aiter_raw():
                 pieces.append((arrived(), raw))
+                if consumer_wake is not None:
+                    consumer_wake(len(pieces), resp.extensions["stream_wake"])
         done_s = time.perf_counter()
     server.close()
-    return pieces, sent, done_s
+    return pieces, before, after, done_s
 
 
-async def test_fewer_wakes_same_bytes_exact_first_and_last():
-    pieces, sent, done_s = await _read(0.05)
-    body = b"".join(raw for _, raw in pieces)
-    assert body == b"".join(b"data: %d\n\n" % i for i in range(N_CHUNKS))
-    assert len(pieces) <= N_CHUNKS // 3  # ~100 ms of chunks, woken every 50 ms (+ the first)
+def _body(pieces) -> bytes:
+    return b"".join(raw for _, raw in pieces)
+
+
+CLOCKS_S = 0.0005  # the kernel stamps on the wall clock; turned into perf_counter time here
+EXPECTED = b"".join(b"data: %d\n\n" % i for i in range(N_CHUNKS))
+
+
+async def test_spaced_reads_same_bytes_exact_stamps():
+    pieces, before, after, done_s = await _read(0.05)
+    assert _body(pieces) == EXPECTED
+    assert len(pieces) <= N_CHUNKS // 3  # ~100 ms of chunks, read every 50 ms (+ the first)
     assert pieces[0][1] == b"data: 0\n\n"  # the first piece is not held back
-    # stamps are reads, not wake-ups: never before the write, and the first within a few ms
-    assert sent[0] <= pieces[0][0] < sent[0] + 0.02
+    # a stamp is when the newest byte came in (the kernel's), not when it was read
+    assert before[0] - CLOCKS_S <= pieces[0][0] < after[0] + 0.02
     # piece i holds chunk i or a later one: its stamp is not before chunk i was written
-    assert all(sent[i] <= stamp for i, (stamp, _) in enumerate(pieces))
-    # the last chunk's stamp is its own read, and the body's end is not held for 50 ms
-    assert sent[N_CHUNKS - 1] <= pieces[-1][0] <= sent[-1] + 0.01
-    assert done_s - sent[-1] < 0.04
+    assert all(before[i] - CLOCKS_S <= stamp for i, (stamp, _) in enumerate(pieces))
+    # the last data chunk is read up to 50 ms late, but its stamp is its arrival
+    assert before[N_CHUNKS - 1] - CLOCKS_S <= pieces[-1][0] <= after[-1] + 0.005
+    assert done_s - after[-1] < 0.05 + 0.04
 
 
-async def test_no_coalescing_wakes_per_chunk():
-    pieces, _sent, _done = await _read(0.0)
+async def test_consumer_asks_for_every_read_near_the_end():
+    """The benchmark knows how many tokens are due: near the end it reads at once again,
+    so the end is seen when it comes and the next request is not held back."""
+    def near_end(index: int, stream_wake) -> None:
+        if index >= 2:
+            stream_wake(0)
+
+    pieces, before, after, done_s = await _read(0.05, near_end)
+    assert _body(pieces) == EXPECTED
+    assert len(pieces) >= N_CHUNKS * 0.6  # every read again once asked
+    assert done_s - after[-1] < 0.04  # not the 0.5 s spacing
+
+
+async def test_consumer_back_to_the_default():
+    def immediate_then_default(index: int, stream_wake) -> None:
+        stream_wake(0 if index < N_CHUNKS // 2 else None)
+
+    pieces, *_ = await _read(0.05, immediate_then_default)
+    assert _body(pieces) == EXPECTED
+    assert N_CHUNKS // 2 <= len(pieces) < N_CHUNKS
+
+
+async def test_no_spacing_reads_per_chunk():
+    pieces, *_ = await _read(0.0)
+    assert _body(pieces) == EXPECTED
     assert len(pieces) >= N_CHUNKS * 0.8  # loopback: about one read, and one piece, per chunk

@@ -27,7 +27,7 @@ import orjson
 
 from tuiapp.bench.settings import ApiName, BenchSettings, Timeouts
 from tuiapp.bench.workload import Prompt
-from tuiapp.common.lean_transport import LeanTransport
+from tuiapp.common.lean_transport import STREAM_WAKE_S, LeanTransport
 
 NAN_MATCH = "NaN happened"
 STREAM_CUT = "stream ended before the request finished"
@@ -155,6 +155,36 @@ def make_client(timeouts: Timeouts, *, api_key: str | None, concurrency: int) ->
     )
 
 
+class _Spacing:
+    """When the stream must be read at once rather than every ``STREAM_WAKE_S`` (the lean
+    transport's spaced reads): before the first token, so TTFT is exact, and once the end is
+    due within two spacings, so the end is seen when it comes and the next request is not
+    held back. Between, arrival stamps keep every time exact while reads are few."""
+
+    __slots__ = ("_wake", "_expect", "_now_mode")
+
+    def __init__(self, resp: httpx.Response, expect_tokens: int | None) -> None:
+        self._wake = resp.extensions.get("stream_wake")
+        self._expect = expect_tokens
+        self._now_mode: bool | None = None
+        self.update(0, 0, 0.0, 0.0)
+
+    def update(self, tokens: int, first_tokens: int, first_s: float, now_s: float) -> None:
+        if self._wake is None:
+            return
+        at_once = tokens == 0
+        if not at_once and self._expect:
+            left = self._expect - tokens
+            if left <= 1:
+                at_once = True
+            elif tokens > first_tokens:
+                per_token_s = (now_s - first_s) / (tokens - first_tokens)
+                at_once = left * per_token_s < 2 * STREAM_WAKE_S
+        if at_once is not self._now_mode:
+            self._now_mode = at_once
+            self._wake(0.0 if at_once else None)
+
+
 class _Progress:
     """What the watchdog looks at: has output started, when did the stream last move."""
 
@@ -166,13 +196,16 @@ class _Progress:
 
 
 async def stream_request(
-    client: httpx.AsyncClient, url: str, api: ApiName, payload: bytes, timeouts: Timeouts
+    client: httpx.AsyncClient, url: str, api: ApiName, payload: bytes, timeouts: Timeouts,
+    expect_tokens: int | None = None,
 ) -> RequestResult:
-    """Send one request and measure it. Never raises for a bad response or a timeout."""
+    """Send one request and measure it. Never raises for a bad response or a timeout.
+    ``expect_tokens``: the output length asked for (when the end is near the stream is read
+    at once again; see _Spacing)."""
     res = RequestResult()
     t0 = time.perf_counter()
     progress = _Progress(t0)
-    task = asyncio.ensure_future(_stream(client, url, api, payload, res, progress, t0))
+    task = asyncio.ensure_future(_stream(client, url, api, payload, res, progress, t0, expect_tokens))
     try:
         verdict = await _watch(task, progress, timeouts)
     except asyncio.CancelledError:
@@ -216,6 +249,7 @@ async def _stream(
     res: RequestResult,
     progress: _Progress,
     t0: float,
+    expect_tokens: int | None = None,
 ) -> None:
     try:
         async with client.stream("POST", url, content=payload) as resp:
@@ -226,10 +260,11 @@ async def _stream(
                 res.error_body = body[:4096].decode("utf-8", "replace")
                 return
             sent_s = resp.request.extensions.get("sent_s", t0)  # set by LeanTransport
+            spacing = _Spacing(resp, expect_tokens)
             if api == "generate":
-                await _read_generate(resp, res, progress, sent_s)
+                await _read_generate(resp, res, progress, sent_s, spacing)
             else:
-                await _read_openai(resp, res, progress, sent_s)
+                await _read_openai(resp, res, progress, sent_s, spacing)
     except httpx.ConnectError as exc:
         res.connect_failed = True
         res.error = f"cannot connect: {exc}" if str(exc) else "cannot connect"
@@ -281,7 +316,8 @@ async def _sse_data(resp: httpx.Response):
         yield perf(), buf[5:].strip()
 
 
-async def _read_generate(resp: httpx.Response, res: RequestResult, progress: _Progress, t0: float) -> None:
+async def _read_generate(resp: httpx.Response, res: RequestResult, progress: _Progress, t0: float,
+                         spacing: _Spacing) -> None:
     last_payload: bytes | None = None
     last_tokens = 0
     last_chunk_s = 0.0
@@ -308,6 +344,7 @@ async def _read_generate(resp: httpx.Response, res: RequestResult, progress: _Pr
             res.chunks += 1
             last_chunk_s = now
             last_tokens = tokens
+            spacing.update(tokens, res.first_chunk_tokens or 0, t0 + res.ttft_s, now)
     if last_payload is None:
         res.error = "stream ended without output"
         return
@@ -374,7 +411,8 @@ def _apply_meta(meta: Any, res: RequestResult, streamed_tokens: int) -> None:
     res.ok = res.finish_reason is not None and res.error is None and res.completion_tokens is not None
 
 
-async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Progress, t0: float) -> None:
+async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Progress, t0: float,
+                       spacing: _Spacing) -> None:
     last_chunk_s = 0.0
     loads = orjson.loads
     async for now, data in _sse_data(resp):
@@ -407,6 +445,8 @@ async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Prog
                     res.gap_sum_s += now - last_chunk_s
                 res.chunks += 1
                 last_chunk_s = now
+                # one chunk counted as a token (the usage comes at the end, if at all)
+                spacing.update(res.chunks, 1, t0 + res.ttft_s, now)
             finish = choice.get("finish_reason")
             if finish:
                 res.finish_reason = str(finish)

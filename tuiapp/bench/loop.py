@@ -284,7 +284,8 @@ class BenchLoop:
                 others = self._in_flight
                 self._in_flight += 1
                 try:
-                    res = await stream_request(client, self._url, s.api, payload, s.timeouts)
+                    res = await stream_request(client, self._url, s.api, payload, s.timeouts,
+                                               prompt.max_new_tokens or s.max_new_tokens)
                 except asyncio.CancelledError:
                     if on_cancel is not None:  # quit, SIGINT: a request in flight that we cut off
                         on_cancel()

@@ -1,95 +1,192 @@
-"""A lean HTTP/1.1 transport for httpx: plain-http keep-alive over asyncio protocols.
+"""A lean HTTP/1.1 transport for httpx: plain-http keep-alive straight on the loop's selector.
 
 httpx's default stack (httpcore on anyio) pays per socket read for a timeout scope and a
 pause/resume of the transport (an epoll unregister/register): ~100 us per SSE chunk,
-which at 64 streams of one token per chunk is most of a core. Here a protocol appends
-to a buffer and wakes the one reader; chunked framing is undone with bytes.find, and all
-complete chunks in the buffer come out as one piece. Timeouts other than connect are
-the loop's watchdog's job. https and anything unusual fall back to httpx's own transport.
+which at 64 streams of one token per chunk is most of a core. Here each connection reads
+its socket from the loop's selector into a buffer and wakes the one reader; chunked
+framing is undone with bytes.find, and all complete chunks in the buffer come out as one
+piece. Timeouts other than connect are the loop's watchdog's job. https and anything
+unusual fall back to httpx's own transport.
 
-Once a chunked (streaming) body has delivered its first piece, the reader is woken at
-most every ``STREAM_WAKE_S`` (and at once for the body's last chunk) instead of once per
-chunk: waking a task through the stream's generators is most of a chunk's cost, and at
-one token per chunk that was ~1.7% of a core for a single 90 tok/s stream. Arrival
-times stay exact: the protocol stamps each read (``perf_counter``), and the response's
-``arrived_s`` extension returns the stamp of the latest read, the time the newest byte
-of each piece came in.
+Spaced reads. On this kind of machine (a VM) every wake-up of the process costs ~160 us of
+CPU whatever it does: one 90 tok/s stream read chunk by chunk was 1.6% of a core on its
+own. So once a chunked (streaming) body has delivered its first piece, the socket is read
+at most every ``STREAM_WAKE_S`` (0.1 s): the connection leaves the selector and reads what
+the kernel buffered meanwhile on a timer; when a read finds nothing it goes back to the
+selector, so a stream that pauses is picked up by its next byte. Arrival times stay exact:
+the kernel stamps each segment as it arrives (``SO_TIMESTAMPNS``), a read reports the
+newest stamp of what it took, and the response's ``arrived_s`` extension returns it on
+the ``perf_counter`` clock. Where the kernel gives no stamps reads are never spaced.
+The body's consumer can ask for every read again (``stream_wake`` extension): the
+benchmark does before its first token and when the end is near, so TTFT and the end are
+seen at once and the next request is not held back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import socket
+import struct
+import sys
 import time
 from collections.abc import AsyncIterator
 
 import httpx
 
 _MAX_HEAD_BYTES = 64 * 1024
-STREAM_WAKE_S = 0.05
+STREAM_WAKE_S = 0.1
 _LAST_CHUNK = b"0\r\n\r\n"  # a chunked body's end (trailers aside): wake at once
 _READ_BYTES = 64 * 1024
+# Linux's SO_TIMESTAMPNS (= its SCM_TIMESTAMPNS); Python's socket module does not name it.
+_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
+_ANC_BYTES = socket.CMSG_SPACE(16)
+_TIMESPEC = struct.Struct("@qq")
 
 
-class _Conn(asyncio.BufferedProtocol):
-    # Buffered: the socket is read into one buffer per connection. A plain Protocol gets a new
-    # bytes object per read that asyncio allocates at 256 KiB and shrinks to the chunk (a few
-    # hundred bytes of SSE); over hours those allocations fragment the heap and RSS creeps up.
-    def __init__(self) -> None:
+def _stamped(sock: socket.socket) -> bool:
+    if _SO_TIMESTAMPNS is None:
+        return False
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
+    except OSError:
+        return False
+    return True
+
+
+class _Conn:
+    """One keep-alive connection: a buffer filled from the socket, and its one reader."""
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
+        self.loop = loop
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.stamps = _stamped(sock)
         self.buf = bytearray()
-        self.transport: asyncio.Transport | None = None
         self.closed = False
-        self.arrived_s = 0.0  # perf_counter of the latest read
-        self.defer_s = 0.0  # > 0 while a body streams: wake the reader at most this often
+        self.arrived_s = 0.0  # perf_counter when the newest byte read so far came in
+        self.defer_s = 0.0  # > 0 while a body streams: read at most this often
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
+        self._selecting = False
+        # one read buffer per connection, reused: a fresh bytes object per read (what asyncio's
+        # transports allocate, at 256 KiB shrunk to a few hundred bytes of SSE) fragments the
+        # heap over hours and RSS creeps up
         self._read = memoryview(bytearray(_READ_BYTES))
+        self._select()
 
-    def get_buffer(self, sizehint: int) -> memoryview:
-        return self._read
+    def _select(self) -> None:
+        if not self._selecting and not self.closed:
+            self.loop.add_reader(self.fd, self._on_readable)
+            self._selecting = True
 
-    def buffer_updated(self, nbytes: int) -> None:
-        self.data_received(self._read[:nbytes])
+    def _unselect(self) -> None:
+        if self._selecting:
+            self.loop.remove_reader(self.fd)
+            self._selecting = False
 
-    # protocol callbacks
-    def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        self.transport = transport  # type: ignore[assignment]
+    def set_defer(self, defer_s: float) -> None:
+        """Space reads by ``defer_s`` from the next read on (0: read every byte at once)."""
+        defer_s = defer_s if self.stamps else 0.0
+        if defer_s == self.defer_s:
+            return
+        self.defer_s = defer_s
+        if not defer_s and self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+            self._select()  # level-triggered: what came meanwhile is read at once
 
-    def data_received(self, data: bytes | memoryview) -> None:
-        self.buf += data
-        self.arrived_s = time.perf_counter()
-        w = self._waiter
-        if w is None or w.done():
+    def _recv(self) -> bool:
+        """Take what the socket holds into ``buf``; False when it held nothing."""
+        got = False
+        view = self._read
+        while not self.closed:
+            try:
+                if self.stamps:
+                    n, anc, _flags, _addr = self.sock.recvmsg_into([view], _ANC_BYTES)
+                else:
+                    n, anc = self.sock.recv_into(view), ()
+            except (BlockingIOError, InterruptedError):
+                return got
+            except OSError:
+                self._lost()
+                return True
+            if n == 0:
+                self._lost()
+                return True
+            self.buf += view[:n]
+            self.arrived_s = self._arrival(anc)
+            got = True
+            if n < len(view):
+                break
+        return got
+
+    @staticmethod
+    def _arrival(anc: list) -> float:
+        # the wall clock first: the perf_counter read after it makes a stamp a hair late, never early
+        real_ns = time.time_ns()
+        now_s = time.perf_counter()
+        for level, kind, data in anc:
+            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
+                sec, nsec = _TIMESPEC.unpack_from(data)
+                return now_s - max(real_ns - (sec * 1_000_000_000 + nsec), 0) / 1e9
+        return now_s
+
+    def _on_readable(self) -> None:
+        if self._recv():
+            self._after_read()
+
+    def _on_timer(self) -> None:
+        self._timer = None
+        if self._recv():
+            self._after_read()
+        else:
+            self._select()  # quiet: the next byte wakes us
+
+    def _after_read(self) -> None:
+        if self.closed:
             return
         if self.defer_s and not self.buf.endswith(_LAST_CHUNK):
+            self._unselect()
             if self._timer is None:
-                self._timer = w.get_loop().call_later(self.defer_s, self._wake)
-            return
+                self._timer = self.loop.call_later(self.defer_s, self._on_timer)
+        else:
+            self._select()
         self._wake()
 
     def _wake(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         w = self._waiter
         if w is not None and not w.done():
             w.set_result(None)
 
-    def eof_received(self) -> bool:
-        self._lost()
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._lost()
-
     def _lost(self) -> None:
         self.closed = True
+        self._unselect()
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._wake()
+
+    async def send(self, data: bytes) -> None:
+        try:
+            sent = self.sock.send(data)
+        except (BlockingIOError, InterruptedError):
+            sent = 0
+        except OSError as exc:
+            self.close()
+            raise httpx.RemoteProtocolError(f"send failed: {exc}") from None
+        if sent < len(data):
+            try:
+                await self.loop.sock_sendall(self.sock, data[sent:])
+            except OSError as exc:
+                self.close()
+                raise httpx.RemoteProtocolError(f"send failed: {exc}") from None
 
     async def more(self) -> None:
         """Wait until more bytes arrive; raises RemoteProtocolError at EOF."""
         if self.closed:
             raise httpx.RemoteProtocolError("server closed the connection")
-        self._waiter = asyncio.get_running_loop().create_future()
+        self._waiter = self.loop.create_future()
         try:
             await self._waiter
         finally:
@@ -98,9 +195,36 @@ class _Conn(asyncio.BufferedProtocol):
             raise httpx.RemoteProtocolError("server closed the connection")
 
     def close(self) -> None:
-        self.closed = True
-        if self.transport is not None:
-            self.transport.close()
+        if self.sock.fileno() < 0:
+            return
+        self._lost()
+        self.sock.close()
+
+
+async def _open(host: str, port: int) -> _Conn:
+    loop = asyncio.get_running_loop()
+    try:
+        infos = [(socket.AF_INET6 if ":" in host else socket.AF_INET, (host, port))]
+        socket.inet_pton(infos[0][0], host)
+    except OSError:  # a name, not an address
+        infos = [(family, addr) for family, _t, _p, _c, addr in
+                 await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
+    last: OSError | None = None
+    for family, addr in infos:
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            await loop.sock_connect(sock, addr)
+        except OSError as exc:
+            sock.close()
+            last = exc
+            continue
+        except BaseException:
+            sock.close()
+            raise
+        return _Conn(loop, sock)
+    raise last or OSError(errno.EHOSTUNREACH, f"no address for {host}")
 
 
 class _Body(httpx.AsyncByteStream):
@@ -108,6 +232,14 @@ class _Body(httpx.AsyncByteStream):
         self._t, self._key, self._conn = transport, key, conn
         self._length, self._chunked, self._keep = length, chunked, keep
         self._complete = False
+        self._wake_s: float | None = None  # the consumer's choice (stream_wake); None: the transport's
+        self._spaced = False  # the first piece has gone: reads may be spaced
+
+    def wake(self, wake_s: float | None) -> None:
+        """Read this stream at most every ``wake_s`` (0: at once; None: the transport's default)."""
+        self._wake_s = wake_s
+        if self._spaced:
+            self._conn.set_defer(self._t.stream_wake_s if wake_s is None else wake_s)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         conn = self._conn
@@ -115,9 +247,12 @@ class _Body(httpx.AsyncByteStream):
             try:
                 async for piece in self._dechunk(conn):
                     yield piece
-                    conn.defer_s = self._t.stream_wake_s  # the first piece went at once
+                    if not self._spaced:  # the first piece went at once; from here on reads are spaced
+                        self._spaced = True
+                        self.wake(self._wake_s)
             finally:
-                conn.defer_s = 0.0
+                self._spaced = False
+                conn.set_defer(0.0)
         elif self._length is not None:
             left = self._length
             while left > 0:
@@ -216,14 +351,12 @@ class LeanTransport(httpx.AsyncBaseTransport):
             conn.close()
 
     async def _connect(self, host: str, port: int) -> _Conn:
-        loop = asyncio.get_running_loop()
         try:
-            _, conn = await asyncio.wait_for(loop.create_connection(_Conn, host, port), self._connect_timeout_s)
+            return await asyncio.wait_for(_open(host, port), self._connect_timeout_s)
         except asyncio.TimeoutError:
             raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from None
         except OSError as exc:
             raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
-        return conn
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
@@ -253,9 +386,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 continue
             # when the bytes leave: TTFT counts from here, not from before the client built them
             request.extensions["sent_s"] = time.perf_counter()
-            conn.transport.write(data)  # type: ignore[union-attr]
             read_s = (request.extensions.get("timeout") or {}).get("read")
             try:
+                await conn.send(data)
                 return await asyncio.wait_for(self._response(key, conn, request), read_s)
             except asyncio.TimeoutError:
                 conn.close()
@@ -302,12 +435,15 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 keep = value.lower() != b"close" if keep else value.lower() == b"keep-alive"
         if request.method == "HEAD" or status_code in (204, 304):
             length, chunked = 0, False
+        body = _Body(self, key, conn, length, chunked, keep)
         return httpx.Response(
             status_code,
             headers=headers,
-            stream=_Body(self, key, conn, length, chunked, keep),
-            # arrived_s(): perf_counter of the connection's latest read (see the module doc)
-            extensions={"http_version": b"HTTP/1.1", "arrived_s": lambda: conn.arrived_s},
+            stream=body,
+            # arrived_s(): perf_counter when the newest byte read so far came in (the module doc);
+            # stream_wake(s): how often to read this body (see _Body.wake)
+            extensions={"http_version": b"HTTP/1.1", "arrived_s": lambda: conn.arrived_s,
+                        "stream_wake": body.wake},
         )
 
     async def aclose(self) -> None:
