@@ -23,7 +23,7 @@ from typing import Any
 from tuiapp.events import Note
 from tuiapp.logwatch.follow import follow_file
 from tuiapp.logwatch.nodes import NodeMerger
-from tuiapp.logwatch.watcher import POLL_S, LogWatcher
+from tuiapp.logwatch.watcher import LogWatcher
 
 Publish = Callable[[Any], None]
 
@@ -167,13 +167,8 @@ async def _watch_process(proc: asyncio.subprocess.Process, w: LogWatcher, publis
             elif shown == MAX_STDERR_NOTES + 1:
                 publish(Note(level="warning", text=f"{who} stderr: more lines, not shown", source="log"))
 
-    async def tick() -> None:
-        while True:
-            await asyncio.sleep(POLL_S)
-            w.poll()
-
     tasks = [asyncio.create_task(pump_out()), asyncio.create_task(pump_err())]
-    ticker = asyncio.create_task(tick())
+    ticker = asyncio.create_task(w.run_poller())
     stopper = asyncio.create_task(stop.wait())
     try:
         await asyncio.wait([asyncio.gather(*tasks), stopper], return_when=asyncio.FIRST_COMPLETED)

@@ -22,6 +22,7 @@ in ":", waits up to TB_WAIT_S. If the rest of a record still comes after it was 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import threading
 import time
@@ -145,6 +146,7 @@ class LogWatcher:
         self._gen_by_dp: dict[int | None, float] = {}
         self._accept_by_dp: dict[int | None, float] = {}
         self._lock = threading.RLock()
+        self._poller_wake: Callable[[], None] | None = None  # set while run_poller sleeps
 
     # ------------------------------------------------------------ input
 
@@ -153,6 +155,9 @@ class LogWatcher:
         with self._lock:
             for line in self._lines.feed(data):
                 self._on_line(line, wall)
+            if self._poller_wake is not None and self.has_open():
+                wake, self._poller_wake = self._poller_wake, None
+                wake()
 
     def flush(self, now_s: float | None = None) -> None:
         """End of stream: finish the last line and every open record."""
@@ -206,15 +211,39 @@ class LogWatcher:
     def has_open(self) -> bool:
         return bool(self._open or self._rank_open or self._pending)
 
-    async def pump(self, reader: asyncio.StreamReader) -> None:
-        """Feed from a stream until EOF, polling on a timer meanwhile."""
+    async def run_poller(self) -> None:
+        """Finish quiet records on time: every POLL_S while a record is open. While none is,
+        it sleeps without a timer and the feed that opens one wakes it (from any thread): a
+        timer every 20-50 ms kept an otherwise idle monitor waking 20-50 times a second."""
+        loop = asyncio.get_running_loop()
+        here = threading.get_ident()
+        opened = asyncio.Event()
 
-        async def tick() -> None:
+        def wake() -> None:
+            if threading.get_ident() == here:
+                opened.set()
+            else:
+                with contextlib.suppress(RuntimeError):  # the loop closed meanwhile
+                    loop.call_soon_threadsafe(opened.set)
+
+        try:
             while True:
-                await asyncio.sleep(POLL_S)
-                self.poll()
+                if self.has_open():
+                    await asyncio.sleep(POLL_S)
+                    self.poll()
+                    continue
+                with self._lock:  # a feed between the check and the wait would be missed
+                    if self.has_open():
+                        continue
+                    opened.clear()
+                    self._poller_wake = wake
+                await opened.wait()
+        finally:
+            self._poller_wake = None
 
-        ticker = asyncio.create_task(tick())
+    async def pump(self, reader: asyncio.StreamReader) -> None:
+        """Feed from a stream until EOF, polling quiet records meanwhile."""
+        ticker = asyncio.create_task(self.run_poller())
         try:
             while True:
                 chunk = await reader.read(1 << 16)

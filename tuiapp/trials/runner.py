@@ -239,7 +239,7 @@ class PlanRunner:
             api_key=api_key, client=http.aio,
         )
         self.server = server
-        helpers = [asyncio.create_task(_poll(watcher))]
+        helpers = [asyncio.create_task(watcher.run_poller())]
         outcome = "ok"
         state("launching")
         try:
@@ -399,12 +399,6 @@ async def _publish_server_info(publish, url: str, api_key: str | None, client=No
 def is_sim_command(server) -> bool:
     """A server command that runs the built-in simulator has simulated GPUs."""
     return server is not None and "tuiapp.sim.server" in server.argv
-
-
-async def _poll(watcher) -> None:
-    while True:
-        await asyncio.sleep(0.05)
-        watcher.poll()
 
 
 async def _flush_cache(url: str, client) -> None:
