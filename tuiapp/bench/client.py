@@ -19,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import re
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -156,33 +157,50 @@ def make_client(timeouts: Timeouts, *, api_key: str | None, concurrency: int) ->
 
 
 class _Spacing:
-    """When the stream must be read at once rather than every ``STREAM_WAKE_S`` (the lean
-    transport's spaced reads): before the first token, so TTFT is exact, and once the end is
-    due within two spacings, so the end is seen when it comes and the next request is not
-    held back. Between, arrival stamps keep every time exact while reads are few."""
+    """How far apart to read the stream (the lean transport's spaced reads): at once before
+    the first token, so TTFT is exact; then every ``STREAM_WAKE_S``; and once the end is due
+    within one spacing, one read aimed at it, and every byte at once after that, so the end is
+    seen when it comes and the next request is not held back. Arrival stamps keep every time
+    exact whatever the spacing: only the number of wake-ups changes."""
 
-    __slots__ = ("_wake", "_expect", "_now_mode")
+    __slots__ = ("_wake", "_expect", "_mode", "_aimed_at", "tokens", "first_tokens", "first_s")
 
     def __init__(self, resp: httpx.Response, expect_tokens: int | None) -> None:
         self._wake = resp.extensions.get("stream_wake")
         self._expect = expect_tokens
-        self._now_mode: bool | None = None
-        self.update(0, 0, 0.0, 0.0)
+        self._mode: float | None = -1.0
+        self._aimed_at: float | None = None  # the stamp of the piece the aimed read was set from
+        # the reader keeps these up to date, line by line
+        self.tokens = 0
+        self.first_tokens = 0
+        self.first_s = 0.0
+        self.piece(0.0)
 
-    def update(self, tokens: int, first_tokens: int, first_s: float, now_s: float) -> None:
+    def piece(self, now_s: float) -> None:
+        """After each piece (one read), all its lines taken; ``now_s`` is its arrival stamp,
+        the newest byte's: only the piece's last line is as new as its stamp."""
         if self._wake is None:
             return
-        at_once = tokens == 0
-        if not at_once and self._expect:
-            left = self._expect - tokens
-            if left <= 1:
-                at_once = True
-            elif tokens > first_tokens:
-                per_token_s = (now_s - first_s) / (tokens - first_tokens)
-                at_once = left * per_token_s < 2 * STREAM_WAKE_S
-        if at_once is not self._now_mode:
-            self._now_mode = at_once
-            self._wake(0.0 if at_once else None)
+        tokens = self.tokens
+        mode: float | None = None  # the transport's spacing
+        left = self._expect - tokens if self._expect else None
+        if tokens == 0:
+            mode = 0.0
+        elif self._aimed_at is not None:
+            # the aimed read has come and the stream goes on: every byte at once
+            mode = 0.0
+        elif left is not None and left <= 0:
+            mode = 0.0
+        elif left is not None and tokens > self.first_tokens:
+            per_token_s = (now_s - self.first_s) / (tokens - self.first_tokens)
+            due_s = left * per_token_s
+            if due_s < STREAM_WAKE_S:
+                # a token and a half early: then the last ones are read as they come
+                mode = max(due_s - 1.5 * per_token_s, 0.001)
+                self._aimed_at = now_s
+        if mode != self._mode:
+            self._mode = mode
+            self._wake(mode)
 
 
 class _Progress:
@@ -291,8 +309,9 @@ def _error_text(body: bytes) -> str:
     return str(obj)[:200]
 
 
-async def _sse_data(resp: httpx.Response):
-    """Yield (arrival time, payload bytes) of each ``data:`` line."""
+async def _sse_data(resp: httpx.Response, on_piece: Callable[[float], None] | None = None):
+    """Yield (arrival time, payload bytes) of each ``data:`` line; ``on_piece(arrival)``
+    once all lines of a read were taken, before the next read is awaited."""
     buf = b""
     perf = time.perf_counter
     # the lean transport stamps its reads (it wakes us less often than data comes in)
@@ -312,6 +331,8 @@ async def _sse_data(resp: httpx.Response):
                 if data:  # an empty data line is a keep-alive, not an event
                     yield now, data
         buf = buf[start:]
+        if on_piece is not None:
+            on_piece(now)
     if buf[:5] == b"data:" and buf[5:].strip():
         yield perf(), buf[5:].strip()
 
@@ -322,7 +343,7 @@ async def _read_generate(resp: httpx.Response, res: RequestResult, progress: _Pr
     last_tokens = 0
     last_chunk_s = 0.0
     done = False
-    async for now, data in _sse_data(resp):
+    async for now, data in _sse_data(resp, spacing.piece):
         progress.last_s = now
         if data == b"[DONE]":
             done = True
@@ -339,12 +360,13 @@ async def _read_generate(resp: httpx.Response, res: RequestResult, progress: _Pr
                 res.ttft_s = now - t0
                 res.first_chunk_tokens = tokens
                 progress.started = True
+                spacing.first_tokens, spacing.first_s = tokens, now
             else:
                 res.gap_sum_s += now - last_chunk_s
             res.chunks += 1
             last_chunk_s = now
             last_tokens = tokens
-            spacing.update(tokens, res.first_chunk_tokens or 0, t0 + res.ttft_s, now)
+            spacing.tokens = tokens
     if last_payload is None:
         res.error = "stream ended without output"
         return
@@ -415,7 +437,7 @@ async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Prog
                        spacing: _Spacing) -> None:
     last_chunk_s = 0.0
     loads = orjson.loads
-    async for now, data in _sse_data(resp):
+    async for now, data in _sse_data(resp, spacing.piece):
         progress.last_s = now
         if data == b"[DONE]":
             break
@@ -441,12 +463,12 @@ async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Prog
                 if res.ttft_s is None:
                     res.ttft_s = now - t0
                     progress.started = True
+                    spacing.first_tokens, spacing.first_s = 1, now
                 else:
                     res.gap_sum_s += now - last_chunk_s
                 res.chunks += 1
                 last_chunk_s = now
-                # one chunk counted as a token (the usage comes at the end, if at all)
-                spacing.update(res.chunks, 1, t0 + res.ttft_s, now)
+                spacing.tokens = res.chunks  # a chunk counted as a token (usage comes at the end, if at all)
             finish = choice.get("finish_reason")
             if finish:
                 res.finish_reason = str(finish)

@@ -11,15 +11,15 @@ unusual fall back to httpx's own transport.
 Spaced reads. On this kind of machine (a VM) every wake-up of the process costs ~160 us of
 CPU whatever it does: one 90 tok/s stream read chunk by chunk was 1.6% of a core on its
 own. So once a chunked (streaming) body has delivered its first piece, the socket is read
-at most every ``STREAM_WAKE_S`` (0.1 s): the connection leaves the selector and reads what
+at most every ``STREAM_WAKE_S`` (0.25 s): the connection leaves the selector and reads what
 the kernel buffered meanwhile on a timer; when a read finds nothing it goes back to the
 selector, so a stream that pauses is picked up by its next byte. Arrival times stay exact:
 the kernel stamps each segment as it arrives (``SO_TIMESTAMPNS``), a read reports the
 newest stamp of what it took, and the response's ``arrived_s`` extension returns it on
 the ``perf_counter`` clock. Where the kernel gives no stamps reads are never spaced.
-The body's consumer can ask for every read again (``stream_wake`` extension): the
-benchmark does before its first token and when the end is near, so TTFT and the end are
-seen at once and the next request is not held back.
+The body's consumer can choose the spacing (``stream_wake`` extension): the benchmark reads
+at once before its first token (TTFT is seen when it comes) and aims one read at the end it
+expects, so the end is seen at once and the next request is not held back.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from collections.abc import AsyncIterator
 import httpx
 
 _MAX_HEAD_BYTES = 64 * 1024
-STREAM_WAKE_S = 0.1
+STREAM_WAKE_S = 0.25
 _LAST_CHUNK = b"0\r\n\r\n"  # a chunked body's end (trailers aside): wake at once
 _READ_BYTES = 64 * 1024
 # Linux's SO_TIMESTAMPNS (= its SCM_TIMESTAMPNS); Python's socket module does not name it.
@@ -86,15 +86,21 @@ class _Conn:
             self._selecting = False
 
     def set_defer(self, defer_s: float) -> None:
-        """Space reads by ``defer_s`` from the next read on (0: read every byte at once)."""
+        """Space reads by ``defer_s`` (0: read every byte at once). A pending read further
+        out than ``defer_s`` from now is brought forward."""
         defer_s = defer_s if self.stamps else 0.0
-        if defer_s == self.defer_s:
+        timer = self._timer
+        if not defer_s:
+            self.defer_s = 0.0
+            if timer is not None:
+                timer.cancel()
+                self._timer = None
+                self._select()  # level-triggered: what came meanwhile is read at once
             return
         self.defer_s = defer_s
-        if not defer_s and self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-            self._select()  # level-triggered: what came meanwhile is read at once
+        if timer is not None and timer.when() > self.loop.time() + defer_s:
+            timer.cancel()
+            self._timer = self.loop.call_later(defer_s, self._on_timer)
 
     def _recv(self) -> bool:
         """Take what the socket holds into ``buf``; False when it held nothing."""

@@ -1,0 +1,56 @@
+"""How the benchmark spaces its stream reads: at once to the first token, spaced, one read aimed at the end."""
+
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from tuiapp.bench.client import _Spacing
+from tuiapp.common.lean_transport import STREAM_WAKE_S
+
+ITL_S = 0.01
+
+
+def _spacing(expect: int | None) -> tuple[_Spacing, list]:
+    asked: list = []
+    resp = SimpleNamespace(extensions={"stream_wake": asked.append})
+    return _Spacing(resp, expect), asked
+
+
+def _piece(sp: _Spacing, tokens: int) -> None:
+    """One read that brought chunks up to ``tokens`` (one token per chunk, ITL_S apart)."""
+    if sp.tokens == 0:
+        sp.first_tokens, sp.first_s = 1, 0.0
+    sp.tokens = tokens
+    sp.piece((tokens - 1) * ITL_S)
+
+
+def test_at_once_then_spaced_then_aimed_then_every_byte() -> None:
+    sp, asked = _spacing(100)
+    assert asked == [0.0]  # before the first token: every byte at once
+    _piece(sp, 1)
+    assert asked == [0.0, None]  # the first token is in: the transport's spacing
+    for tokens in range(2, 60, 25):
+        _piece(sp, tokens)
+    assert asked == [0.0, None]  # nothing asked while the end is far
+    due_at = 100 - int(STREAM_WAKE_S / ITL_S) + 2  # less than one spacing before the end
+    _piece(sp, due_at)
+    aimed = asked[-1]
+    assert len(asked) == 3 and 0 < aimed < STREAM_WAKE_S
+    assert abs(aimed - (100 - due_at - 1.5) * ITL_S) < 1e-9  # just before the end it expects
+    _piece(sp, 99)  # the aimed read came a token early: every byte from here
+    assert asked[-1] == 0.0
+    _piece(sp, 100)
+    assert asked[-1] == 0.0 and len(asked) == 4
+
+
+def test_without_an_expected_length_it_stays_spaced() -> None:
+    sp, asked = _spacing(None)
+    for tokens in (1, 30, 200, 500):
+        _piece(sp, tokens)
+    assert asked == [0.0, None]
+
+
+def test_no_transport_hook_no_calls() -> None:
+    sp = _Spacing(SimpleNamespace(extensions={}), 10)
+    sp.tokens = 5
+    sp.piece(0.04)  # a transport without spaced reads: nothing to ask
