@@ -8,6 +8,7 @@ from tuiapp.bench.client import _Spacing
 from tuiapp.common.lean_transport import STREAM_WAKE_S
 
 ITL_S = 0.01
+N = int(3 * STREAM_WAKE_S / ITL_S)  # a stream three spacings long
 
 
 def _spacing(expect: int | None) -> tuple[_Spacing, list]:
@@ -25,21 +26,21 @@ def _piece(sp: _Spacing, tokens: int) -> None:
 
 
 def test_at_once_then_spaced_then_aimed_then_every_byte() -> None:
-    sp, asked = _spacing(100)
+    sp, asked = _spacing(N)
     assert asked == [0.0]  # before the first token: every byte at once
     _piece(sp, 1)
     assert asked == [0.0, None]  # the first token is in: the transport's spacing
-    for tokens in range(2, 60, 25):
+    for tokens in range(2, N // 2, 25):
         _piece(sp, tokens)
     assert asked == [0.0, None]  # nothing asked while the end is far
-    due_at = 100 - int(STREAM_WAKE_S / ITL_S) + 2  # less than one spacing before the end
+    due_at = N - int(STREAM_WAKE_S / ITL_S) + 2  # less than one spacing before the end
     _piece(sp, due_at)
     aimed = asked[-1]
     assert len(asked) == 3 and 0 < aimed < STREAM_WAKE_S
-    assert abs(aimed - (100 - due_at - 1.5) * ITL_S) < 1e-9  # just before the end it expects
-    _piece(sp, 99)  # the aimed read came a token early: every byte from here
+    assert abs(aimed - (N - due_at - 1.5) * ITL_S) < 1e-9  # just before the end it expects
+    _piece(sp, N - 1)  # the aimed read came a token early: every byte from here
     assert asked[-1] == 0.0
-    _piece(sp, 100)
+    _piece(sp, N)
     assert asked[-1] == 0.0 and len(asked) == 4
 
 

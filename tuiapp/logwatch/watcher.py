@@ -208,6 +208,15 @@ class LogWatcher:
         if done:
             self._finish_in_order(done)
 
+    def _next_poll_s(self) -> float:
+        """Until the first open record goes quiet, at most ``idle_s`` (a record opened
+        meanwhile is due no sooner than that): one poll per record rather than a few."""
+        now = time.monotonic()
+        with self._lock:
+            recs = [r for r in (self._open, *self._rank_open.values(), *self._pending) if r is not None]
+            due = min((r.last_wall + (TB_WAIT_S if r.waiting else self.idle_s) for r in recs), default=now)
+        return min(max(due - now, 0.002), self.idle_s)
+
     def has_open(self) -> bool:
         return bool(self._open or self._rank_open or self._pending)
 
@@ -229,7 +238,7 @@ class LogWatcher:
         try:
             while True:
                 if self.has_open():
-                    await asyncio.sleep(POLL_S)
+                    await asyncio.sleep(self._next_poll_s())
                     self.poll()
                     continue
                 with self._lock:  # a feed between the check and the wait would be missed

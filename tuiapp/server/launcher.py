@@ -34,7 +34,8 @@ from tuiapp.server.proctree import ProcessTree
 
 PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size; the default 64 KiB fills in ~30 ms at 8 ranks' burst rate
 HEALTH_POLL_S = 0.5
-TRACK_DESCENDANTS_S = 1.0
+TRACK_DESCENDANTS_S = 1.0  # while starting: ranks and helpers fork now
+TRACK_DESCENDANTS_READY_S = 5.0  # once serving the tree rarely changes
 KILL_WAIT_S = 5.0  # after SIGKILL: only a process stuck in the kernel takes longer
 _EXIT_CLEANUP_TERM_S = 3.0
 
@@ -262,8 +263,11 @@ class ServerProcess:
     async def _track_descendants(self) -> None:
         assert self._tree is not None
         while self.returncode is None:
-            await asyncio.to_thread(self._tree.snapshot)
-            await asyncio.sleep(TRACK_DESCENDANTS_S)
+            # on the loop: an unchanged tree costs one listing of /proc (well under a ms), less
+            # than handing it to a worker thread and back
+            self._tree.snapshot()
+            serving = self._state in ("ready", "running")
+            await asyncio.sleep(TRACK_DESCENDANTS_READY_S if serving else TRACK_DESCENDANTS_S)
 
     async def _watch_exit(self) -> None:
         assert self._proc is not None

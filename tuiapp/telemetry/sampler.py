@@ -168,8 +168,8 @@ async def run_gpu_sampler(publish: Publish, backend: Backend | None, *, interval
     threads.start()
     stalled = False
     try:
-        # a stall is news after hang_s (>= 5 s unless told): no need to look 4 times a second
-        check_s = min(0.5, max(interval_s, hang_s / 4))
+        # a stall is news after hang_s (>= 5 s unless told): looking 4 times per hang_s is enough
+        check_s = max(interval_s, hang_s / 4)
         while not await _wait_stop(stop, check_s):
             stuck_s = threads.stalled_s()
             if stuck_s > hang_s and not stalled:
