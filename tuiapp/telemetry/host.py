@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import threading
 
 import psutil
 
 from tuiapp.events import HostSample
 from tuiapp.server.proctree import Descendants
-from tuiapp.telemetry.sampler import Publish, _Loop
+from tuiapp.telemetry.sampler import Publish
 
 
 def tree_rss_bytes(pid: int, descendants: Descendants | None = None) -> int | None:
@@ -39,26 +38,31 @@ def host_sample(server_pid: int | None, descendants: Descendants | None = None) 
 
 async def run_host_sampler(publish: Publish, *, server_pid: int | None = None,
                            interval_s: float = 1.0, stop: asyncio.Event | None = None) -> None:
-    """Publish a HostSample every ``interval_s`` (from a daemon thread: walking /proc for a
-    big process tree can take milliseconds) until ``stop`` is set or the task is cancelled."""
-    halt = threading.Event()
-    primed = []
-    tree = Descendants(server_pid) if server_pid else None
+    """Publish a HostSample every ``interval_s`` until ``stop`` is set or the task is cancelled.
 
-    def tick() -> None:
-        if not primed:  # cpu_percent's first call measures nothing: prime, publish next tick
-            psutil.cpu_percent(interval=None)
-            primed.append(True)
-            return
+    On the event loop, not a thread: a sample reads a few /proc files (the server's tree is
+    kept from tick to tick, so an unchanged one is not walked), well under a millisecond,
+    and a thread cost two wake-ups a second (its own and the loop's for each sample)."""
+    psutil.cpu_percent(interval=None)  # the first call measures nothing: prime it
+    tree = Descendants(server_pid) if server_pid else None
+    loop = asyncio.get_running_loop()
+    next_s = loop.time() + interval_s
+    while stop is None or not stop.is_set():
+        await _sleep_or_stop(stop, max(next_s - loop.time(), 0.0))
+        if stop is not None and stop.is_set():
+            break
         try:
             publish(host_sample(server_pid, tree))
         except Exception:
             pass  # psutil hiccups (a vanished /proc entry) skip one tick
+        next_s = max(next_s + interval_s, loop.time())  # late: skip, never burst
 
-    loop = _Loop("host-sample", tick, interval_s, halt)
-    loop.thread.start()
+
+async def _sleep_or_stop(stop: asyncio.Event | None, delay_s: float) -> None:
+    if stop is None:
+        await asyncio.sleep(delay_s)
+        return
     try:
-        # nothing to do here but wait: no wake-ups until stopped or cancelled
-        await (stop.wait() if stop is not None else asyncio.get_running_loop().create_future())
-    finally:
-        halt.set()
+        await asyncio.wait_for(stop.wait(), delay_s)
+    except asyncio.TimeoutError:
+        pass
