@@ -70,6 +70,11 @@ class LoopBridge:
     def is_closed(self) -> bool:
         return self._client.is_closed or self._loop.is_closed()
 
+    @property
+    def aio(self) -> httpx.AsyncClient:
+        """The async client behind the bridge, for callers on its own loop."""
+        return self._client
+
     def get(self, url: str, *, timeout: float) -> httpx.Response:
         try:
             on_loop = asyncio.get_running_loop() is self._loop

@@ -163,6 +163,11 @@ async def run_gpu_sampler(publish: Publish, backend: Backend | None, *, interval
     changes with the server's phase); ``interval_s`` is then the shortest it returns."""
     if backend is None:
         return
+    loop_client = getattr(backend, "loop_client", None)
+    if loop_client is not None and loop_client() is not None and not backend.poll_period_s \
+            and not backend.has_events:
+        await _sample_on_loop(publish, backend, interval_s, stop, next_interval_s)
+        return
     hang_s = hang_timeout_s if hang_timeout_s is not None else max(5.0, 3 * interval_s)
     threads = SamplerThreads(publish, backend, interval_s, next_interval_s)
     threads.start()
@@ -183,6 +188,36 @@ async def run_gpu_sampler(publish: Publish, backend: Backend | None, *, interval
                 publish(Note(source=backend.name, text="GPU telemetry resumed"))
     finally:
         threads.stop()
+
+
+async def _sample_on_loop(publish: Publish, backend: Backend, interval_s: float,
+                          stop: asyncio.Event | None, next_interval_s: Callable[[], float] | None) -> None:
+    """A backend that reads over the session's HTTP client (the simulator): its requests
+    have timeouts, so it cannot hang the loop, and no thread is needed."""
+    loop = asyncio.get_running_loop()
+    errors_seen: set[str] = set()
+    next_s = loop.time()
+    try:
+        while True:
+            try:
+                events = await backend.sample_async()  # type: ignore[attr-defined]
+            except Exception as exc:  # noqa: BLE001 - a bad reading skips a tick, says so once
+                text = f"GPU telemetry error: {type(exc).__name__}: {exc}"
+                if text not in errors_seen:
+                    errors_seen.add(text)
+                    publish(Note(level="warning", text=text, source=backend.name))
+                events = []
+            for ev in events:
+                publish(ev)
+            period_s = next_interval_s() if next_interval_s is not None else interval_s
+            next_s = max(next_s + period_s, loop.time())  # late: skip, never burst
+            if await _wait_stop(stop, next_s - loop.time()):
+                return
+    finally:
+        try:
+            backend.close()
+        except Exception:
+            pass
 
 
 def _quiet(fn: Callable[[], float | None]) -> Callable[[], float | None]:

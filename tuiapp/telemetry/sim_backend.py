@@ -51,8 +51,31 @@ class SimBackend(Backend):
         except (httpx.HTTPError, ValueError):
             return None
 
+    def loop_client(self) -> httpx.AsyncClient | None:
+        """The session's async client when we were given one: the sampler then samples on
+        the event loop (a timer and a response) instead of in a thread that hands each
+        request to the loop and waits (five wake-ups a sample)."""
+        aio = getattr(self._client, "aio", None)
+        return aio if isinstance(aio, httpx.AsyncClient) else None
+
+    async def sample_async(self) -> list[_Event]:
+        client = self.loop_client()
+        if client is None:
+            raise RuntimeError("sample_async needs the session's async client")
+        try:
+            resp = await client.get(self.url, timeout=self._timeout_s)
+            resp.raise_for_status()
+            data = resp.json()
+            if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
+                data = None
+        except (httpx.HTTPError, ValueError):
+            data = None
+        return self._events(data)
+
     def sample(self) -> list[_Event]:
-        data = self.fetch()
+        return self._events(self.fetch())
+
+    def _events(self, data: dict[str, Any] | None) -> list[_Event]:
         out: list[_Event] = []
         reachable = data is not None
         if reachable != self._reachable:
