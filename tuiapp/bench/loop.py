@@ -37,7 +37,7 @@ from tuiapp.bench.client import (
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.bench.workload import Prompt, build
 from tuiapp.common import stats
-from tuiapp.events import Alert, BenchState, BenchSummary, Note, RequestDone, RunDone
+from tuiapp.events import Alert, BenchState, BenchSummary, Note, RequestDone, RunDone, RunFigures
 
 Publish = Callable[[Any], None]
 
@@ -59,7 +59,7 @@ class BenchLoop:
         self.base_url = base_url.rstrip("/")
         self.settings = settings
         self.trial = trial
-        self.results: list[RunDone] = []
+        self.results: list[RunFigures] = []
         self.state = "stopped"
         self._api_key = api_key
         self._prompts: list[Prompt] = build(settings.workload, input_tokens=settings.input_tokens, seed=settings.seed)
@@ -245,7 +245,7 @@ class BenchLoop:
             return None  # a restarted or stopped run is not a run
         self._run_index += 1
         run = _run_event(run_index, done, wall_s, s.concurrency, self.trial)
-        self.results.append(run)
+        self.results.append(RunFigures(run))
         self.publish(run)
         self._publish_summary()
         return run

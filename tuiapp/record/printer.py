@@ -25,6 +25,7 @@ from tuiapp.events import (
     Note,
     RequestDone,
     RunDone,
+    RunFigures,
     ServerInfo,
     ServerState,
     TrialResult,
@@ -87,7 +88,7 @@ class Printer:
         self.stream_error: Exception | None = None
         self.first_t_s: float | None = None
         self.last_t_s: float | None = None
-        self.runs: list[RunDone] = []
+        self.runs: list[RunFigures] = []
         self._pending_updates: dict[int, Alert] = {}
         self.alerts: dict[int, Alert] = {}  # by alert_id; id 0 (unset) gets a fresh key
         self.requests = 0
@@ -164,7 +165,7 @@ class Printer:
                     f"sglang {ev.version or 'n/a'} model={ev.model_path or 'n/a'} tp={ev.tp_size or 'n/a'}{spec}",
                 )
             case RunDone():
-                self.runs.append(ev)
+                self.runs.append(RunFigures(ev))
                 self._print(ev.t_s, "run", run_line(ev))
             case RequestDone():
                 if ev.cancelled:
@@ -271,7 +272,7 @@ class Printer:
         lines = [head]
         rates = [r.decode_tok_s for r in self.runs if r.decode_tok_s is not None]
         lines.append("  decode tok/s (all runs): " + _stats_text(rates))
-        trials: dict[str, list[RunDone]] = {}
+        trials: dict[str, list[RunFigures]] = {}
         for r in self.runs:
             if r.trial:
                 trials.setdefault(r.trial, []).append(r)

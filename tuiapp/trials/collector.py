@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import time
 
-from tuiapp.events import Alert, BenchSummary, GpuSample, RunDone, ServerStats, _Event
+from tuiapp.events import Alert, BenchSummary, GpuSample, RunDone, RunFigures, ServerStats, _Event
 
 # Generic kinds say *that* it died; the specific ones say why, so they name the status.
 _GENERIC = {"error", "crash"}
@@ -23,7 +23,7 @@ class TrialCollector:
         # alerts) gets a fresh negative key, since each such alert is an incident of its own
         self.alerts: dict[int, Alert] = {}
         self._order: list[int] = []
-        self.runs: list[RunDone] = []
+        self.runs: list[RunFigures] = []
         self.summary: BenchSummary | None = None
         self.server_accept_length: float | None = None
         self.peak_mem_bytes: dict[int, int] = {}
@@ -51,7 +51,7 @@ class TrialCollector:
                     self._order.append(key)
                 self.alerts[key] = event
         elif isinstance(event, RunDone):
-            self.runs.append(event)
+            self.runs.append(RunFigures(event))
         elif isinstance(event, BenchSummary):
             self.summary = event
         elif isinstance(event, ServerStats):
