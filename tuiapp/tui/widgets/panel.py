@@ -6,9 +6,11 @@ import time
 from typing import ClassVar
 
 from rich.style import Style
-from textual.widget import Widget
+from textual.visual import Visual, visualize
+from textual.widget import Widget, _RenderCache
 
 from tuiapp.tui.store import DashboardStore
+from tuiapp.tui.widgets.strips import StripMaker
 
 
 class Panel(Widget):
@@ -37,6 +39,20 @@ class Panel(Widget):
         self.painted_version = -1
         self._painted_text: object = None
         self._painted_s = 0.0
+        self._strip_maker = StripMaker()
+
+    def _render_content(self) -> None:
+        """Textual's own, except that the text becomes strips through the memoised StripMaker
+        (Textual's Content costs ~10x as much for the same cells); Textual still decides when
+        (a refresh, a resize or a new theme marks the widget dirty and lands here)."""
+        width, height = self.size
+        text = self.render()
+        strips = self._strip_maker.strips(self, text, width, height)
+        if strips is None:
+            visual = visualize(self, text, markup=self._render_markup)
+            strips = Visual.to_strips(self, visual, width, height, self.visual_style)
+        self._render_cache = _RenderCache(self.size, strips)
+        self._dirty_regions.clear()
 
     def paint(self, force: bool = False) -> None:
         """Refresh if the store changed what this panel shows (called by the dashboard's frame).
