@@ -110,15 +110,21 @@ def _spans_per_line(text: Text, lines: list[str]) -> list[list[tuple[int, int, R
 
 def _pieces(length: int, spans: list[tuple[int, int, RichStyle]]):
     """(start, stop, styles covering it) for each run of a line between span edges."""
-    if not spans:
-        if length:
-            yield 0, length, ()
+    if not all(a[1] <= b[0] for a, b in pairwise(spans)):  # spans on spans: the general case
+        cuts = sorted({0, length, *(s for s, _, _ in spans), *(e for _, e, _ in spans)})
+        for start, stop in pairwise(cuts):
+            if stop > length:
+                break
+            yield start, stop, tuple(style for s, e, style in spans if s <= start and e >= stop)
         return
-    cuts = sorted({0, length, *(s for s, _, _ in spans), *(e for _, e, _ in spans)})
-    for start, stop in pairwise(cuts):
-        if stop > length:
-            break
-        yield start, stop, tuple(style for s, e, style in spans if s <= start and e >= stop)
+    pos = 0
+    for start, stop, style in spans:  # the usual line: spans one after the other, gaps between
+        if start > pos:
+            yield pos, start, ()
+        yield start, stop, (style,)
+        pos = stop
+    if pos < length:
+        yield pos, length, ()
 
 
 def _final_style(base: Style, cover: tuple, x: int, y: int, ansi_theme) -> RichStyle | None:
