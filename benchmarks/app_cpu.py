@@ -63,6 +63,21 @@ measurable gain); attach c=1 TUI 160x48 --repeat 2: 4.75 -> 4.12 (ratio 0.87, si
 1.02). An earlier demo-headless pair with the 1 s-from-ready cadence: 6.42 -> 5.21
 (ratio 0.81, simulator 0.95). Back to back, runs of the same code differ by up to 1.7x here
 (attach TUI before: 6.0, 6.1, 10.2 in one --repeat 3 run): use --repeat.
+
+Round 3, rendering (panels make their own strips with Textual's style arithmetic memoised,
+tones memoised per render, a lean ANSI-to-truecolor filter, an input thread that blocks
+instead of waking 10 times a second). Before = 92aed27, after = tui-cpu, one run each:
+
+    --sizes 160x48 --seconds 30 --warmup 10 --skip-demo --skip-headless --repeat 2 (medians)
+    attach c=1 TUI 160x48   2.63 -> 1.87   ratio 0.71 (simulator 0.90)
+    --skip-attach --skip-headless --demo-sizes 160x48
+    demo TUI 160x48         5.51 -> 4.52   ratio 0.82 (simulator 0.88)
+
+Per frame in the attach TUI, Textual's compositor went from ~14 ms to ~8.7 ms (the GPU
+table 7.5 -> 2.5 ms). What is left in the demo: a layout pass (~20 ms) per new alert (the
+alert list is height: auto), the ledger's DataTable re-rendering every row when the running
+trial's live mean moves, and the compositor re-rendering every widget inside the bounding
+box of the changed ones.
 """
 
 from __future__ import annotations

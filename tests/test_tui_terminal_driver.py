@@ -115,3 +115,75 @@ async def test_sigcont_without_a_suspension_does_not_resume():
     driver.resume_application_mode = lambda: resumed.append(True)  # type: ignore[method-assign]
     driver._sigcont_application()  # the kernel's SIGCONT that comes with a hang-up's SIGHUP
     assert resumed == []
+
+
+def _input_thread_on_a_pty(monkeypatch):
+    """The guarded input loop reading a fresh pty, with the select timeouts it asked for."""
+    import os
+    import pty
+    import selectors
+    import tty
+
+    master, slave = pty.openpty()
+    tty.setraw(slave)  # bytes as they come, as in application mode
+    driver = GuardedLinuxDriver(_App())
+    driver.fileno, driver.input_tty = slave, True
+    keys: list[object] = []
+    driver.process_message = keys.append
+    timeouts: list[float | None] = []
+    select = selectors.SelectSelector.select
+
+    def recording(self, timeout=None):
+        timeouts.append(timeout)
+        return select(self, timeout)
+
+    monkeypatch.setattr(selectors.SelectSelector, "select", recording)
+    thread = threading.Thread(target=driver._run_input_thread, daemon=True)
+    thread.start()
+    return driver, thread, master, slave, keys, timeouts, os
+
+
+async def test_the_input_thread_sleeps_until_input_or_exit(monkeypatch):
+    driver, thread, master, slave, keys, timeouts, os = _input_thread_on_a_pty(monkeypatch)
+    try:
+        os.write(master, b"q")
+        for _ in range(200):
+            if keys:
+                break
+            time.sleep(0.01)
+        assert keys, "a key read while blocked"
+        assert None in timeouts  # blocked without a timeout, not polling the exit flag
+        driver.exit_event.set()  # as disable_input does: the wake pipe ends the select
+        thread.join(2.0)
+        assert not thread.is_alive()
+        assert driver.gone_reason is None
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+async def test_a_lone_escape_still_times_out_into_a_key(monkeypatch):
+    driver, thread, master, slave, keys, timeouts, os = _input_thread_on_a_pty(monkeypatch)
+    try:
+        os.write(master, b"\x1b")  # Escape or the start of a sequence: the parser's timeout decides
+        for _ in range(300):
+            if keys:
+                break
+            time.sleep(0.01)
+        assert keys, "the escape key came out of the parser's timeout"
+        driver.exit_event.set()
+        thread.join(2.0)
+        assert not thread.is_alive()
+    finally:
+        os.close(master)
+        os.close(slave)
+
+
+async def test_a_hang_up_still_ends_the_input_thread(monkeypatch):
+    driver, thread, master, slave, keys, timeouts, os = _input_thread_on_a_pty(monkeypatch)
+    gone: list[str] = []
+    driver.on_gone = gone.append
+    os.close(master)  # the terminal's side goes away: reads of the slave fail with EIO
+    thread.join(2.0)
+    os.close(slave)
+    assert not thread.is_alive() and gone and driver.terminal_gone

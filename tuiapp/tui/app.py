@@ -25,6 +25,7 @@ from tuiapp.tui.screens.details import ConfirmScreen
 from tuiapp.tui.store import DashboardStore
 from tuiapp.tui.terminal_driver import GuardedLinuxDriver
 from tuiapp.tui.theme_files import DEFAULT_THEME, layout_paths, load_themes
+from tuiapp.tui.truecolor import lean_filters
 
 SPEEDS = (1, 2, 4, 8, 16, 32, 64)
 SEEK_S = 10.0
@@ -56,6 +57,7 @@ class DashboardApp(App[int]):
 
     def __init__(self, session: SessionView, *, theme: str | None = None) -> None:
         super().__init__()
+        lean_filters(self._filters)
         self.session = session
         self.store = DashboardStore()
         self.animation_level = "none"
@@ -83,6 +85,10 @@ class DashboardApp(App[int]):
         rarely has (the save failed); here it goes to --screenshot-dir or the current directory."""
         target = path or str(self.screenshot_dir or Path.cwd())
         return super().deliver_screenshot(filename, target, time_format)
+
+    def _refresh_truecolor_filter(self, theme) -> None:
+        super()._refresh_truecolor_filter(theme)  # a new theme: Textual makes its own filter again
+        lean_filters(self._filters)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {"pcie-rx": "#3A9AD9", "pcie-tx": "#F0A202"}

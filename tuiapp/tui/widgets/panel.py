@@ -6,9 +6,11 @@ import time
 from typing import ClassVar
 
 from rich.style import Style
-from textual.widget import Widget
+from textual.visual import Visual, visualize
+from textual.widget import Widget, _RenderCache
 
 from tuiapp.tui.store import DashboardStore
+from tuiapp.tui.widgets.strips import StripMaker
 
 
 class Panel(Widget):
@@ -37,6 +39,21 @@ class Panel(Widget):
         self.painted_version = -1
         self._painted_text: object = None
         self._painted_s = 0.0
+        self._strip_maker = StripMaker()
+        self._frame_tones: dict[str, Style] = {}
+
+    def _render_content(self) -> None:
+        """Textual's own, except that the text becomes strips through the memoised StripMaker
+        (Textual's Content costs ~10x as much for the same cells); Textual still decides when
+        (a refresh, a resize or a new theme marks the widget dirty and lands here)."""
+        width, height = self.size
+        text = self.render()
+        strips = self._strip_maker.strips(self, text, width, height)
+        if strips is None:
+            visual = visualize(self, text, markup=self._render_markup)
+            strips = Visual.to_strips(self, visual, width, height, self.visual_style)
+        self._render_cache = _RenderCache(self.size, strips)
+        self._dirty_regions.clear()
 
     def paint(self, force: bool = False) -> None:
         """Refresh if the store changed what this panel shows (called by the dashboard's frame).
@@ -64,7 +81,15 @@ class Panel(Widget):
         self.refresh(layout=force)
 
     def tone(self, name: str) -> Style:
-        return tone_style(self, f"panel--{name}")
+        # Memoised for one render: a GPU table asks ~100 times for 11 tones. Read from the
+        # component's own styles: Textual's getter also builds the full style, a DOM walk
+        # (~0.1 ms) per tone per frame, since every refresh empties its cache.
+        style = self._frame_tones.get(name)
+        if style is None:
+            component = f"panel--{name}"
+            partial = self.get_component_styles(component).partial_rich_style
+            style = self._frame_tones[name] = tone_style(self, component, partial)
+        return style
 
 
 def _reusing_compared(render):
@@ -72,6 +97,7 @@ def _reusing_compared(render):
     (once, and only at the same size), so a changed panel is not rendered twice per frame."""
 
     def reuse(self):
+        self._frame_tones = {}  # this render's tones: the CSS may have moved since the last
         compared = self.__dict__.pop("_compared", None)
         if compared is not None and compared[1] == self.size:
             return compared[0]
@@ -82,7 +108,7 @@ def _reusing_compared(render):
     return reuse
 
 
-def tone_style(widget: Widget, component: str) -> Style:
+def tone_style(widget: Widget, component: str, partial: Style | None = None) -> Style:
     """A component class as a Rich style for text in ``widget``. The partial style alone
     drops a colour's alpha (``$foreground 50%`` came out as the full foreground, so muted,
     label and free text all looked alike); its colour is taken from the full style, blended
@@ -90,7 +116,8 @@ def tone_style(widget: Widget, component: str) -> Style:
     # Cached per widget, keyed by what the blend depends on (the class's own style and the
     # widget's background, both cheap to read and always the current CSS's): the full style
     # walks the DOM for the background (0.2 ms), and Textual's cache is cleared every repaint.
-    partial = widget.get_component_rich_style(component, partial=True)
+    if partial is None:  # the class's own style, without its parents'
+        partial = widget.get_component_rich_style(component, partial=True)
     if partial.color is None:  # the class sets no colour (a badge's reverse): nothing to blend
         return partial
     cache = widget.__dict__.setdefault("_tone_styles", {})

@@ -1,0 +1,38 @@
+"""Textual's ANSI-to-truecolor line filter, minus the cache lookups for styles it leaves alone.
+
+Textual runs every new strip through ANSIToTruecolor (when the theme is not an ANSI one),
+which looks each segment's style up in an LRU cache of 1024. Our styles carry the cell's
+offset (text selection reads it), so a screen holds thousands of distinct ones: the cache
+misses nearly always (11 us a strip in the demo). A style with truecolor colours and no dim
+comes back unchanged from that method anyway; only the others are handed to it.
+"""
+
+from __future__ import annotations
+
+from rich.segment import Segment
+from textual.color import Color
+from textual.filter import ANSIToTruecolor
+
+
+class LeanTruecolor(ANSIToTruecolor):
+    def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        truecolor_style = self.truecolor_style
+        background_rich_color = None
+        out = []
+        for text, style, _control in segments:
+            if style is not None:
+                color, bgcolor = style.color, style.bgcolor
+                if ((color is not None and (color.triplet is None or style.dim))
+                        or (bgcolor is not None and bgcolor.triplet is None)):
+                    if background_rich_color is None:
+                        background_rich_color = background.rich_color
+                    style = truecolor_style(style, background_rich_color)
+            out.append(Segment(text, style, None))
+        return out
+
+
+def lean_filters(filters: list) -> None:
+    """Swap Textual's filter for the lean one in place, keeping its theme and enabled state."""
+    for index, line_filter in enumerate(filters):
+        if type(line_filter) is ANSIToTruecolor:
+            filters[index] = LeanTruecolor(line_filter._terminal_theme, enabled=line_filter.enabled)
