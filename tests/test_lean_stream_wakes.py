@@ -101,3 +101,32 @@ async def test_no_spacing_reads_per_chunk():
     pieces, *_ = await _read(0.0)
     assert _body(pieces) == EXPECTED
     assert len(pieces) >= N_CHUNKS * 0.8  # loopback: about one read, and one piece, per chunk
+
+
+async def test_a_big_read_comes_in_pieces_of_about_16_kib():
+    """Half a second of SGLang's /generate (the text so far in every chunk) is ~100 KB."""
+    chunk = b"data: " + b"x" * 2000 + b"\n\n"
+
+    async def handle(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        writer.write(b"%x\r\n%s\r\n" % (len(chunk), chunk))  # the first piece, read at once
+        await writer.drain()
+        await asyncio.sleep(0.02)
+        writer.write(b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(60)) + b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    pieces = []
+    async with httpx.AsyncClient(transport=LeanTransport(stream_wake_s=0.05)) as client:
+        async with client.stream("POST", url + "/generate", content=b"{}") as resp:
+            done = resp.extensions["read_done"]
+            async for raw in resp.aiter_raw():
+                pieces.append((len(raw), done()))
+    server.close()
+    assert sum(n for n, _ in pieces) == 61 * len(chunk)
+    assert max(n for n, _ in pieces) < 16 * 1024 + len(chunk)
+    assert len(pieces) >= 61 * len(chunk) // (16 * 1024 + len(chunk))
+    assert pieces[-1][1] and not all(d for _, d in pieces)  # only a read's last piece says so

@@ -311,11 +311,12 @@ def _error_text(body: bytes) -> str:
 
 async def _sse_data(resp: httpx.Response, on_piece: Callable[[float], None] | None = None):
     """Yield (arrival time, payload bytes) of each ``data:`` line; ``on_piece(arrival)``
-    once all lines of a read were taken, before the next read is awaited."""
+    once all lines of a read were taken (its last piece), before the next read is awaited."""
     buf = b""
     perf = time.perf_counter
     # the lean transport stamps its reads (it wakes us less often than data comes in)
     arrived = resp.extensions.get("arrived_s", perf)
+    read_done = resp.extensions.get("read_done", lambda: True)
     async for raw in resp.aiter_raw():
         now = arrived()
         buf = buf + raw if buf else raw
@@ -331,7 +332,7 @@ async def _sse_data(resp: httpx.Response, on_piece: Callable[[float], None] | No
                 if data:  # an empty data line is a keep-alive, not an event
                     yield now, data
         buf = buf[start:]
-        if on_piece is not None:
+        if on_piece is not None and read_done():
             on_piece(now)
     if buf[:5] == b"data:" and buf[5:].strip():
         yield perf(), buf[5:].strip()

@@ -38,6 +38,7 @@ _MAX_HEAD_BYTES = 64 * 1024
 STREAM_WAKE_S = 0.5
 _LAST_CHUNK = b"0\r\n\r\n"  # a chunked body's end (trailers aside): wake at once
 _READ_BYTES = 64 * 1024
+_PIECE_BYTES = 16 * 1024
 # Linux's SO_TIMESTAMPNS (= its SCM_TIMESTAMPNS); Python's socket module does not name it.
 _SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
 _ANC_BYTES = socket.CMSG_SPACE(16)
@@ -240,6 +241,7 @@ class _Body(httpx.AsyncByteStream):
         self._complete = False
         self._wake_s: float | None = None  # the consumer's choice (stream_wake); None: the transport's
         self._spaced = False  # the first piece has gone: reads may be spaced
+        self.read_done = True  # the piece just yielded is the last of its read
 
     def wake(self, wake_s: float | None) -> None:
         """Read this stream at most every ``wake_s`` (0: at once; None: the transport's default)."""
@@ -313,8 +315,19 @@ class _Body(httpx.AsyncByteStream):
                 pos = start + size + 2
             if pos:
                 del buf[:pos]
-            if out:
-                yield b"".join(out)
+            # A spaced read can hold half a second of a stream (SGLang's /generate repeats the
+            # text so far in every chunk: ~100 KB). Pieces of at most ~16 KB keep each
+            # allocation small: big short-lived blocks fragment the heap of a long job.
+            group: list[bytes] = []
+            group_bytes = 0
+            for i, chunk in enumerate(out):
+                group.append(chunk)
+                group_bytes += len(chunk)
+                if group_bytes >= _PIECE_BYTES or i == len(out) - 1:
+                    self.read_done = i == len(out) - 1
+                    yield group[0] if len(group) == 1 else b"".join(group)
+                    group, group_bytes = [], 0
+            self.read_done = True
             if done:
                 return
             await conn.more()
@@ -448,8 +461,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
             stream=body,
             # arrived_s(): perf_counter when the newest byte read so far came in (the module doc);
             # stream_wake(s): how often to read this body (see _Body.wake)
+            # read_done(): whether the piece just yielded was the last of its read
             extensions={"http_version": b"HTTP/1.1", "arrived_s": lambda: conn.arrived_s,
-                        "stream_wake": body.wake},
+                        "stream_wake": body.wake, "read_done": lambda: body.read_done},
         )
 
     async def aclose(self) -> None:
