@@ -47,6 +47,8 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=4)
     parser.add_argument("--record", metavar="FILE", help="also record (default: no recording)")
     args = parser.parse_args()
+    # a TERM (kill, a CI timeout) must still stop the tuiapp we started: through the finally below
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
 
     work = Path(tempfile.mkdtemp(prefix="tuiapp-soak-"))
     sim = [sys.executable, "-m", "tuiapp.sim.server", "--sim-speed", "100", "--port", str(free_port()),
