@@ -8,7 +8,7 @@ import psutil
 
 from tuiapp.events import HostSample
 from tuiapp.server.proctree import Descendants
-from tuiapp.telemetry.sampler import Publish
+from tuiapp.telemetry.sampler import Publish, _wait_stop
 
 
 def tree_rss_bytes(pid: int, descendants: Descendants | None = None) -> int | None:
@@ -48,8 +48,7 @@ async def run_host_sampler(publish: Publish, *, server_pid: int | None = None,
     loop = asyncio.get_running_loop()
     next_s = loop.time() + interval_s
     while stop is None or not stop.is_set():
-        await _sleep_or_stop(stop, max(next_s - loop.time(), 0.0))
-        if stop is not None and stop.is_set():
+        if await _wait_stop(stop, max(next_s - loop.time(), 0.0)):
             break
         try:
             publish(host_sample(server_pid, tree))
@@ -57,12 +56,3 @@ async def run_host_sampler(publish: Publish, *, server_pid: int | None = None,
             pass  # psutil hiccups (a vanished /proc entry) skip one tick
         next_s = max(next_s + interval_s, loop.time())  # late: skip, never burst
 
-
-async def _sleep_or_stop(stop: asyncio.Event | None, delay_s: float) -> None:
-    if stop is None:
-        await asyncio.sleep(delay_s)
-        return
-    try:
-        await asyncio.wait_for(stop.wait(), delay_s)
-    except asyncio.TimeoutError:
-        pass
