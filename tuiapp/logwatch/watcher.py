@@ -217,6 +217,12 @@ class LogWatcher:
             due = min((r.last_wall + (TB_WAIT_S if r.waiting else self.idle_s) for r in recs), default=now)
         return min(max(due - now, 0.002), self.idle_s)
 
+    def quiet_in_s(self) -> float | None:
+        """Seconds until ``poll`` has a record to finish; None while none is open (the
+        launcher's reader thread waits this long for more output, then polls)."""
+        with self._lock:
+            return self._next_poll_s() if self.has_open() else None
+
     def has_open(self) -> bool:
         return bool(self._open or self._rank_open or self._pending)
 

@@ -26,9 +26,10 @@ import httpx
 
 from tuiapp.common.http_clients import DEFAULT_TIMEOUT, async_client
 from tuiapp.common.redact import Redactor, known_secrets, redact_argv, remember, secret_values
+from tuiapp.common.ticks import until_tick_s
 from tuiapp.events import ServerState, ServerStateName, _Event
 from tuiapp.server.command import api_key_from, server_host, server_port, server_url
-from tuiapp.server.output import OutputPump
+from tuiapp.server.output import OutputConsumer, OutputPump
 from tuiapp.server.ports import port_in_use
 from tuiapp.server.proctree import ProcessTree
 
@@ -52,7 +53,9 @@ class ServerProcess:
     the event loop, so a consumer that is not thread-safe (the log watcher, whose ``poll``
     also runs on the loop) needs no locking; the pipe is drained by a thread either way,
     so a busy loop delays delivery, never the server. With ``output_in_loop=False`` it is
-    called from the reader thread and must be thread-safe and quick.
+    called from the reader thread and must be thread-safe and quick. ``output_consumer``
+    (the log watcher) is fed on the reader thread and polled there at its quiet deadlines,
+    so server output wakes the event loop only through what the consumer publishes.
     """
 
     def __init__(
@@ -68,6 +71,7 @@ class ServerProcess:
         api_key: str | None = None,
         output_in_loop: bool = True,
         client: httpx.AsyncClient | None = None,
+        output_consumer: OutputConsumer | None = None,
     ) -> None:
         if not argv:
             raise LaunchError("no server command given")
@@ -78,6 +82,7 @@ class ServerProcess:
         self._extra_env = dict(env or {})
         self._on_output = on_output
         self._output_in_loop = output_in_loop
+        self._consumer = output_consumer  # fed on the reader thread, quiet deadlines too
         self._url = (health_url or server_url(self.argv)).rstrip("/")
         self._api_key = api_key if api_key is not None else api_key_from(self.argv)
         self._client = client  # the session's client of this server (health poll), if it has one
@@ -169,6 +174,7 @@ class ServerProcess:
             log_fd=log_fd,
             on_output=on_output,
             on_ready_line=lambda: _call_soon(loop, self._mark_ready, "ready line"),
+            consumer=self._consumer,
         )
         self._pump.start()
         self._set_state("starting", pid=self._proc.pid, message=self.command_shown)
@@ -267,7 +273,7 @@ class ServerProcess:
             # than handing it to a worker thread and back
             self._tree.snapshot()
             serving = self._state in ("ready", "running")
-            await asyncio.sleep(TRACK_DESCENDANTS_READY_S if serving else TRACK_DESCENDANTS_S)
+            await asyncio.sleep(until_tick_s(TRACK_DESCENDANTS_READY_S if serving else TRACK_DESCENDANTS_S))
 
     async def _watch_exit(self) -> None:
         assert self._proc is not None

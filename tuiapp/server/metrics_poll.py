@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 
 from tuiapp.common.http_clients import DEFAULT_TIMEOUT, async_client
+from tuiapp.common.ticks import until_tick_s
 from tuiapp.events import ServerStats
 from tuiapp.server.info import decode_side
 
@@ -146,7 +147,8 @@ async def run_metrics_poller(
                 next_info_s = now + max(interval_s, SERVER_INFO_EVERY_S)
                 info_on = await _poll_server_info(client, base_url, publish)
             try:
-                await asyncio.wait_for(stop.wait(), timeout=interval_s)
+                # to the next tick of the grid the samplers use: one wake-up for all of them
+                await asyncio.wait_for(stop.wait(), timeout=until_tick_s(interval_s))
             except asyncio.TimeoutError:
                 pass
 

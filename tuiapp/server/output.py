@@ -9,10 +9,13 @@ line and remembers the last error-looking line, the cause reported for a failed 
 
 from __future__ import annotations
 
+import math
 import os
 import re
+import select
 import threading
 from collections.abc import Callable
+from typing import Protocol
 
 from tuiapp.common.redact import Redactor
 
@@ -28,6 +31,20 @@ _MAX_CAUSE_CHARS = 400
 _MAX_PARTIAL_BYTES = 64 * 1024
 
 
+class OutputConsumer(Protocol):
+    """What reads the output on the pump's own thread (the log watcher): thread-safe."""
+
+    def feed(self, data: bytes) -> None: ...
+
+    def quiet_in_s(self) -> float | None:
+        """Seconds until ``poll`` has work (a record going quiet); None while nothing waits."""
+
+    def poll(self) -> None: ...
+
+    def flush(self) -> None:
+        """End of output: finish whatever is open."""
+
+
 class OutputPump:
     def __init__(
         self,
@@ -37,8 +54,13 @@ class OutputPump:
         log_fd: int | None,
         on_output: Callable[[bytes], None] | None,
         on_ready_line: Callable[[], None],
+        consumer: OutputConsumer | None = None,
     ) -> None:
         self._fd = fd
+        # The consumer runs here, on this thread, quiet deadlines included: the event loop
+        # is not woken per line burst (~270 us of CPU a wake on a VM), only by what it must
+        # show (the consumer's own publishing decides that).
+        self._consumer = consumer
         self._redactor = redactor
         self._log_fd = log_fd
         self._on_output = on_output
@@ -69,8 +91,15 @@ class OutputPump:
         # job that runs for hours (RSS creeps up although nothing is kept).
         buf = bytearray(CHUNK_BYTES)
         view = memoryview(buf)
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN)  # hang-up and errors are reported regardless
         try:
             while True:
+                if self._consumer is not None:
+                    wait_s = self._guard(self._consumer.quiet_in_s)
+                    if wait_s is not None and not poller.poll(max(1, math.ceil(wait_s * 1000))):
+                        self._guard(self._consumer.poll)
+                        continue
                 try:
                     n = os.readv(self._fd, [buf])
                 except OSError:
@@ -82,6 +111,8 @@ class OutputPump:
                 self._emit(self._redactor.feed(data))
             self._emit(self._redactor.flush())
             self._scan_lines(b"\n", final=True)
+            if self._consumer is not None:  # every writer is gone: what is open is complete
+                self._guard(self._consumer.flush)
         finally:
             os.close(self._fd)
             if self._log_fd is not None:
@@ -99,12 +130,9 @@ class OutputPump:
             except OSError as exc:  # disk full: keep serving the watcher, report later
                 self.log_error = exc
         if self._on_output is not None:
-            try:
-                self._on_output(data)
-            except Exception as exc:  # a broken sink must not stop the draining
-                self.output_errors += 1
-                if self.first_output_error is None:
-                    self.first_output_error = exc
+            self._guard(self._on_output, data)
+        if self._consumer is not None:
+            self._guard(self._consumer.feed, data)
         if not self.ready_line_seen:
             window = self._ready_tail + data
             if READY_LINE in window:
@@ -112,6 +140,15 @@ class OutputPump:
                 self._on_ready_line()
             self._ready_tail = window[-len(READY_LINE):]
         self._scan_lines(data)
+
+    def _guard(self, fn: Callable[..., object], *args: object):
+        try:
+            return fn(*args)
+        except Exception as exc:  # a broken sink must not stop the draining
+            self.output_errors += 1
+            if self.first_output_error is None:
+                self.first_output_error = exc
+            return None
 
     def _scan_lines(self, data: bytes, *, final: bool = False) -> None:
         data = self._partial + data

@@ -6,6 +6,7 @@ import asyncio
 
 import psutil
 
+from tuiapp.common.ticks import next_tick_s
 from tuiapp.events import HostSample
 from tuiapp.server.proctree import Descendants
 from tuiapp.telemetry.sampler import Publish, _wait_stop
@@ -46,7 +47,7 @@ async def run_host_sampler(publish: Publish, *, server_pid: int | None = None,
     psutil.cpu_percent(interval=None)  # the first call measures nothing: prime it
     tree = Descendants(server_pid) if server_pid else None
     loop = asyncio.get_running_loop()
-    next_s = loop.time() + interval_s
+    next_s = next_tick_s(loop.time(), interval_s)  # on the grid: it shares the GPU sampler's wake
     while stop is None or not stop.is_set():
         if await _wait_stop(stop, max(next_s - loop.time(), 0.0)):
             break
@@ -54,5 +55,5 @@ async def run_host_sampler(publish: Publish, *, server_pid: int | None = None,
             publish(host_sample(server_pid, tree))
         except Exception:
             pass  # psutil hiccups (a vanished /proc entry) skip one tick
-        next_s = max(next_s + interval_s, loop.time())  # late: skip, never burst
+        next_s = next_tick_s(loop.time(), interval_s)  # late: skip, never burst
 

@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
+from tuiapp.common.ticks import next_tick_s
 from tuiapp.events import Note, _Event
 from tuiapp.telemetry.backend import Backend
 
@@ -210,7 +211,9 @@ async def _sample_on_loop(publish: Publish, backend: Backend, interval_s: float,
             for ev in events:
                 publish(ev)
             period_s = next_interval_s() if next_interval_s is not None else interval_s
-            next_s = max(next_s + period_s, loop.time())  # late: skip, never burst
+            # on the clock grid (late: skip, never burst), so the host sampler and the
+            # metrics poll tick in the same wake-up
+            next_s = next_tick_s(loop.time(), period_s)
             if await _wait_stop(stop, next_s - loop.time()):
                 return
     finally:

@@ -209,6 +209,7 @@ class PlanRunner:
         """Returns the outcome: ok | died | not_ready | launch_error:<msg> | run_timeout | stopped."""
         from tuiapp.bench.loop import BenchLoop
         from tuiapp.common.http_clients import ServerClient
+        from tuiapp.logwatch.relay import LoopRelay
         from tuiapp.logwatch.watcher import LogWatcher
         from tuiapp.server.launcher import LaunchError, ServerProcess
         from tuiapp.server.metrics_poll import run_metrics_poller
@@ -225,8 +226,11 @@ class PlanRunner:
                 why_down.append(reason)
                 going_down.set()
 
+        # The watcher runs on the launcher's output thread; the relay brings its events to
+        # the loop, waking it at once only for what cannot wait a second.
+        relay = LoopRelay(watch, _urgent)
         # The launcher reports readiness itself (line or /health): one "ready" is enough.
-        watcher = LogWatcher(watch, ready_events=False)
+        watcher = LogWatcher(relay.put, ready_events=False)
         log_path = self.options.log_file
         if log_path is None and self.options.log_dir is not None:
             self.options.log_dir.mkdir(parents=True, exist_ok=True)
@@ -235,11 +239,11 @@ class PlanRunner:
         http = ServerClient(url, api_key)
         server = ServerProcess(
             argv, publish=observe, env=cfg.env, log_path=log_path,
-            on_output=watcher.feed, ready_timeout_s=cfg.timeouts.ready_s, health_url=url,
+            output_consumer=watcher, ready_timeout_s=cfg.timeouts.ready_s, health_url=url,
             api_key=api_key, client=http.aio,
         )
         self.server = server
-        helpers = [asyncio.create_task(watcher.run_poller())]
+        helpers: list[asyncio.Task] = []
         outcome = "ok"
         state("launching")
         try:
@@ -298,6 +302,7 @@ class PlanRunner:
             await server.stop()
             await asyncio.sleep(0.05)  # the last output reaches the watcher
             watcher.flush()
+            relay.close()
             for task in helpers:
                 task.cancel()
             await asyncio.gather(*helpers, return_exceptions=True)
@@ -370,6 +375,14 @@ class PlanRunner:
 DRAIN_WAIT_S = 30.0
 # With --sim, GPUs are sampled at 4 Hz until this long after ready, then every 1 s.
 FAST_AFTER_READY_S = 5.0
+
+
+def _urgent(event: _Event) -> bool:
+    """What the log watcher publishes that must reach the loop at once: all but log lines
+    and the log's batch figures, and those lines too when they mean the server is going down."""
+    from tuiapp.events import LogLine, ServerStats
+
+    return not isinstance(event, (LogLine, ServerStats)) or _going_down(event) is not None
 
 
 def _going_down(event: _Event) -> str | None:
