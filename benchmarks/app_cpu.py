@@ -393,6 +393,18 @@ def _median(rows: list[dict], what: str) -> dict | None:
     return {k: statistics.median(r[k] for r in picked) for k in ("tuiapp_pct", "sim_pct")}
 
 
+def compile_trees(trees: list[Path]) -> str:
+    """Bytecode for each tree's tuiapp, as a user's install has after its first run. Where
+    PYTHONDONTWRITEBYTECODE is set (this sandbox sets it) nothing is ever cached, and every
+    start would compile ~90 modules from source: ~0.1 s of CPU that no user pays twice."""
+    import compileall
+
+    for tree in trees:
+        compileall.compile_dir(str(tree / "tuiapp"), quiet=2)
+    return (f"bytecode: compiled for {len(trees)} tree(s)"
+            f" (PYTHONDONTWRITEBYTECODE={os.environ.get('PYTHONDONTWRITEBYTECODE', 'unset')})")
+
+
 def parse_sizes(text: str) -> list[tuple[int, int]]:
     out = []
     for part in filter(None, (p.strip() for p in text.split(","))):
@@ -429,8 +441,10 @@ def main() -> None:
         PROFILE_DIR = Path(args.py_spy)
         PROFILE_DIR.mkdir(parents=True, exist_ok=True)
 
+    compiled = compile_trees([Path(__file__).resolve().parents[1], *([BASELINE] if BASELINE else [])])
     rows: list[dict] = []
     notes: list[str] = []
+    print(compiled)
     print(f"machine: {os.cpu_count()} cores, load average {os.getloadavg()[0]:.2f} at start (shared box: "
           "CPU s per wall s of one process is robust to other load; compare rows of this run)")
 
