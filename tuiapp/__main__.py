@@ -1,3 +1,3 @@
-from tuiapp.cli import main
+from tuiapp.cli import entry
 
-raise SystemExit(main())
+raise SystemExit(entry())

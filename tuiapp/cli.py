@@ -100,5 +100,14 @@ def main(argv: list[str] | None = None) -> int:
         return 1
 
 
+def entry() -> int:
+    """The ``tuiapp`` command (and ``python -m tuiapp``): ``main`` in a process of its own, so
+    the garbage collector's start-up settling applies (tests call ``main`` in theirs)."""
+    from tuiapp.common.gc_settle import settle_heap_after_start
+
+    settle_heap_after_start()
+    return main()
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(entry())

@@ -6,6 +6,8 @@ import time
 from typing import ClassVar
 
 from rich.style import Style
+from textual.geometry import Region
+from textual.strip import Strip
 from textual.visual import Visual, visualize
 from textual.widget import Widget, _RenderCache
 
@@ -48,7 +50,11 @@ class Panel(Widget):
         (a refresh, a resize or a new theme marks the widget dirty and lands here)."""
         width, height = self.size
         text = self.render()
-        strips = self._strip_maker.strips(self, text, width, height)
+        made = self.__dict__.pop("_made", None)
+        if made is not None and made[0] is text and made[1] == self.size and made[2] == self.visual_style:
+            strips = made[3]  # paint() made them to find the changed lines
+        else:
+            strips = self._strip_maker.strips(self, text, width, height)
         if strips is None:
             visual = visualize(self, text, markup=self._render_markup)
             strips = Visual.to_strips(self, visual, width, height, self.visual_style)
@@ -70,15 +76,40 @@ class Panel(Widget):
         self._painted_s = now_s
         self.painted_version = version
         self.__dict__.pop("_compared", None)  # an unused one is older than what comes now
-        if not force and self.compare_text and self.size.area:
-            text = self.render()
-            if text == self._painted_text:
-                return
-            self._painted_text = text
-            self._compared = (text, self.size)  # Textual's render for this refresh takes it
-        else:
+        self.__dict__.pop("_made", None)
+        if force or not self.size.area:
             self._painted_text = None
-        self.refresh(layout=force)
+            self.refresh(layout=force)
+            return
+        text = self.render()
+        if self.compare_text and text == self._painted_text:
+            return
+        self._painted_text = text if self.compare_text else None
+        self._compared = (text, self.size)  # Textual's render for this refresh takes it
+        changed = self._changed_lines(text)
+        if changed is None:
+            self.refresh()
+        elif changed:
+            self.refresh(*changed)
+
+    def _changed_lines(self, text: object) -> list[Region] | None:
+        """The content lines whose strips differ from the ones on screen, or None for all.
+
+        Textual re-renders every line of a refreshed widget (borders, background, the colour
+        filter, a new Strip or three per line) and the compositor re-cuts them all; a frame
+        usually moves a figure or two, so only their lines are marked dirty."""
+        cache = self._render_cache
+        if self._dirty_regions or cache.size != self.size or self.text_selection is not None:
+            return None  # a whole repaint is pending anyway, or the lines on screen are not ours
+        width, height = self.size
+        strips = self._strip_maker.strips(self, text, width, height)
+        if strips is None:
+            return None
+        self._made = (text, self.size, self.visual_style, strips)
+        old = cache.lines
+        blank = _NO_LINE
+        return [Region(0, y, width, 1) for y in range(height)
+                if (strips[y] if y < len(strips) else blank) != (old[y] if y < len(old) else blank)]
 
     def tone(self, name: str) -> Style:
         # Memoised for one render: a GPU table asks ~100 times for 11 tones. Read from the
@@ -90,6 +121,9 @@ class Panel(Widget):
             partial = self.get_component_styles(component).partial_rich_style
             style = self._frame_tones[name] = tone_style(self, component, partial)
         return style
+
+
+_NO_LINE = Strip([])  # past the text's last line: Textual shows a blank there
 
 
 def _reusing_compared(render):

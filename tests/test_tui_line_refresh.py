@@ -1,0 +1,56 @@
+"""Panels refresh only the lines whose strips changed: what the screen then shows (Textual's
+cached lines plus the re-rendered ones) must be what a whole repaint shows."""
+
+from pathlib import Path
+
+from session_helpers import idle  # tests/ is on the path
+
+from tuiapp.commands.preview import read_events
+from tuiapp.session import Session
+from tuiapp.tui.app import DashboardApp
+from tuiapp.tui.widgets.panel import Panel
+
+EVENTS = read_events(Path(__file__).parent / "data" / "tui" / "dashboard.jsonl")
+
+
+def screen_lines(app) -> list[list[tuple[str, object]]]:
+    """The composed screen from the widgets' caches, as (text, style) runs per row."""
+    strips = app.screen._compositor.render_strips()
+    return [[(seg.text, seg.style) for seg in strip] for strip in strips]
+
+
+async def test_partial_line_refreshes_compose_the_same_screen_as_a_whole_repaint(monkeypatch):
+    session = Session(title="lines", sources=[idle])
+    app = DashboardApp(session)
+    partial: list[tuple[str, int, int]] = []  # (panel, lines refreshed, panel height)
+    refresh = Panel.refresh
+
+    def spy(self, *regions, **kwargs):
+        if regions:
+            partial.append((type(self).__name__, len(regions), self.size.height))
+        return refresh(self, *regions, **kwargs)
+
+    monkeypatch.setattr(Panel, "refresh", spy)
+    async with app.run_test(size=(160, 48)) as pilot:
+        # in slices, so every later frame repaints panels that are already on screen
+        step = 40
+        for start in range(0, len(EVENTS), step):
+            for event in EVENTS[start:start + step]:
+                session.bus.publish(event)
+            for _ in range(100):
+                if not len(app.events):
+                    break
+                await pilot.pause(0.01)
+            for panel in app.dashboard.query(Panel):
+                panel._painted_s = float("-inf")  # no frame interval in a test: paint what moved
+            app.dashboard.paint()
+            await pilot.pause()
+        shown = screen_lines(app)
+        for widget in app.screen.walk_children():
+            widget.refresh()
+        await pilot.pause()
+        whole = screen_lines(app)
+    assert any(n < height for _name, n, height in partial), partial  # some frames moved a few lines only
+    assert {name for name, _n, _h in partial} >= {"GpuTable", "ThroughputPanel"}
+    for y, (a, b) in enumerate(zip(shown, whole, strict=True)):
+        assert a == b, f"row {y}: {''.join(t for t, _ in a)!r} != {''.join(t for t, _ in b)!r}"
