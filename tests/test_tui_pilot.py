@@ -37,8 +37,7 @@ def live_app() -> tuple[DashboardApp, object]:
 
 
 def prompts(app) -> list[str]:
-    alerts = app.dashboard.query_one(AlertList)
-    return [str(alerts.get_option_at_index(i).prompt) for i in range(alerts.option_count)]
+    return app.dashboard.query_one(AlertList).shown_prompts()
 
 
 async def test_failure_appears_in_alerts_and_enter_opens_its_traceback():

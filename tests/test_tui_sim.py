@@ -53,7 +53,7 @@ async def test_simulated_expert_parallel_failure_reaches_the_alerts_panel():
         # the server's death is an alert of its own, after the failure that caused it
         assert kinds[:3] == ["crash", "oom", "assertion"], kinds
         await pilot.pause(0.3)  # one paint tick
-        shown = [str(alerts.get_option_at_index(i).prompt) for i in range(alerts.option_count)]
+        shown = alerts.shown_prompts()
         assert "crash" in shown[0] and "oom" in shown[1] and "assertion" in shown[2]
         crash, oom, assertion = app.store.alerts_newest_first[:3]
         assert crash.caused_by == oom.alert_id

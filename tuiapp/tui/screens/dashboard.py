@@ -10,7 +10,7 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, OptionList
+from textual.widgets import DataTable, Footer
 
 from tuiapp.bus import Subscription
 from tuiapp.controls import SessionView
@@ -71,7 +71,7 @@ class DashboardScreen(Screen):
         self.query_one("#acceptance").border_title = "acceptance"
         self.query_one("#latency").border_title = "latency"
         self.query_one("#log-wide").border_title = "log"
-        self.query_one("#alerts").border_title = "alerts (enter: traceback)"
+        self.query_one(AlertList).base_title = "alerts (enter: traceback)"
         self.query_one("#trials").border_title = "trials (enter: details)"
         # Looked up once: a DOM query per panel was most of an idle paint's cost.
         self._panels = list(self.query("#header, #notes, #throughput, #acceptance, #latency, #gpus, LogTail"))
@@ -153,13 +153,11 @@ class DashboardScreen(Screen):
         for tail in self.query(LogTail):
             tail.errors_only = errors_only
 
-    @on(OptionList.OptionSelected, "#alerts")
-    def open_alert(self, event: OptionList.OptionSelected) -> None:
+    @on(AlertList.Selected, "#alerts")
+    def open_alert(self, event: AlertList.Selected) -> None:
         from tuiapp.tui.screens.details import AlertScreen
 
-        alert = self.query_one(AlertList).alert_for(event.option.id)
-        if alert is not None:
-            self.app.push_screen(AlertScreen(alert, self.store))
+        self.app.push_screen(AlertScreen(event.alert, self.store))
 
     @on(DataTable.RowSelected, "#trials")
     def open_trial(self, event: DataTable.RowSelected) -> None:

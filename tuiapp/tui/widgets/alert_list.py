@@ -1,20 +1,26 @@
 """Alerts, newest first, one line each: severity, kind, ranks, time and the message.
 
-An OptionList so the cursor and Enter work without a mouse; selecting posts
-``OptionSelected`` whose option id is the alert's position in ``store.alert_order``.
+A panel with a cursor: up/down/home/end/page keys or a click move it, Enter (or a click on the
+cursor's line) posts ``AlertList.Selected`` with the alert. Not an OptionList: that re-adds
+every option for a new alert, and its lazy line count and scrollbar toggles cost the whole
+screen three layout passes per alert (~20 ms each); here a new alert lays the screen out once,
+and only while the list still grows toward its height cap.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 from rich.style import Style
 from rich.text import Text
-from textual.widgets import OptionList
-from textual.widgets.option_list import Option
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.message import Message
 
 from tuiapp.events import Alert
 from tuiapp.tui import fmt
 from tuiapp.tui.store import DashboardStore
-from tuiapp.tui.widgets.panel import tone_style
+from tuiapp.tui.widgets.panel import Panel, tone_style
 
 
 def ranks_label(ranks: list[int]) -> str:
@@ -25,38 +31,133 @@ def ranks_label(ranks: list[int]) -> str:
     return ",".join(map(str, ranks))
 
 
-class AlertList(OptionList):
-    COMPONENT_CLASSES = {"alert-list--error", "alert-list--warning", "alert-list--muted"}
+class AlertList(Panel, can_focus=True):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "alert-list--error", "alert-list--warning", "alert-list--muted", "alert-list--cursor"}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "cursor(-1000000)", "First", show=False),
+        Binding("end", "cursor(1000000)", "Last", show=False),
+        Binding("enter", "select", "Select", show=False),
+    ]
+    panel_key = "alerts"
+
+    class Selected(Message):
+        """Enter (or a click) on an alert."""
+
+        def __init__(self, alert_list: AlertList, alert: Alert) -> None:
+            super().__init__()
+            self.alert_list = alert_list
+            self.alert = alert
+
+        @property
+        def control(self) -> AlertList:
+            return self.alert_list
 
     def __init__(self, store: DashboardStore, **kwargs) -> None:
-        super().__init__(**kwargs)
-        self.store = store
-        self.painted_version = -1
+        super().__init__(store, **kwargs)
+        self.highlighted = 0  # row of the cursor, 0 = the newest alert
+        self._top = 0  # first row shown
+        self._newest: object = None  # the newest alert's key: the cursor follows new ones
+        self._lines = 0  # lines the list last asked the layout for
+        self.base_title = "alerts"
 
-    def alert_for(self, option_id: str | None) -> Alert | None:
-        if option_id is None or not option_id.startswith("alert-"):
+    # what is shown, newest first
+    @property
+    def alert_count(self) -> int:
+        return len(self.store.alert_order)
+
+    def alert_at(self, row: int) -> Alert | None:
+        order = self.store.alert_order
+        if not 0 <= row < len(order):
             return None
-        key = self.store.alert_order[int(option_id.removeprefix("alert-"))]
-        return self.store.alerts[key]
+        return self.store.alerts[order[len(order) - 1 - row]]
+
+    def shown_prompts(self) -> list[str]:
+        """Every alert's line as plain text, newest first (what the rows read)."""
+        return [self._prompt(self.alert_at(row)).plain for row in range(self.alert_count)]
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return max(1, self.alert_count)  # the CSS caps it; beyond the cap the list scrolls
+
+    def view_version(self) -> object:
+        return (self.store.versions["alerts"], self.highlighted, self._top, self.has_focus)
 
     def paint(self, force: bool = False) -> None:
-        version = self.store.versions["alerts"]
-        if not force and version == self.painted_version:
-            return
-        self.painted_version = version
-        # The cursor follows the newest alert unless the user moved it down the list.
-        highlighted = self.highlighted_option.id if self.highlighted_option and self.highlighted else None
         order = self.store.alert_order
-        options = [Option(self._prompt(self.store.alerts[order[i]]), id=f"alert-{i}")
-                   for i in reversed(range(len(order)))]
-        if not options:
-            options = [Option(Text("no alerts", tone_style(self, "alert-list--muted")),
-                              id="none", disabled=True)]
-        self.set_options(options)
-        if highlighted is not None and highlighted != "none":
-            self.highlighted = self.get_option_index(highlighted)
-        elif options[0].id != "none":
-            self.highlighted = 0
+        newest = order[-1] if order else None
+        if newest != self._newest:
+            # a new alert: the cursor stays on the alert it was on, or on the newest one if it
+            # was there (the list's head is where a failure shows up)
+            added = 0
+            if self._newest is not None and newest is not None:
+                try:
+                    added = len(order) - 1 - order.index(self._newest)
+                except ValueError:  # a replay seek rebuilt the alerts
+                    added = 0
+            self._newest = newest
+            if self.highlighted and added:
+                self.highlighted += added
+                self._top += added
+        lines = max(1, len(order))
+        if lines != self._lines:
+            # the panel's height follows its lines up to the CSS cap: a layout pass, but only
+            # when the height can move (still under the cap, or shrinking below it)
+            height = self.size.height
+            grows = not (self._lines > height and lines > height) or not height
+            self._lines = lines
+            if grows and not force:
+                self._scroll_into_view()
+                super().paint(force)
+                self.refresh(layout=True)
+                return
+        self._scroll_into_view()
+        super().paint(force)
+
+    def _scroll_into_view(self) -> None:
+        n = self.alert_count
+        height = max(1, self.size.height)
+        self.highlighted = max(0, min(self.highlighted, n - 1))
+        self._top = max(0, min(self._top, n - height))
+        if self.highlighted < self._top:
+            self._top = self.highlighted
+        elif self.highlighted >= self._top + height:
+            self._top = self.highlighted - height + 1
+        self._set_subtitle(n, height)
+
+    def _set_subtitle(self, n: int, height: int) -> None:
+        # What a scrollbar would say: which rows of how many are on screen. In the title, as
+        # the short layout has no bottom border.
+        title = self.base_title
+        if n > height:
+            title = f"{title}  {self._top + 1}–{min(n, self._top + height)} of {n}"
+        if title != self.border_title:
+            self.border_title = title
+
+    def render(self) -> Text:
+        n = self.alert_count
+        if not n:
+            return Text("no alerts", tone_style(self, "alert-list--muted"))
+        width, height = self.size
+        cursor = self._cursor_style()
+        rows = []
+        for row in range(self._top, min(n, self._top + max(1, height))):
+            text = self._prompt(self.alert_at(row))
+            if row == self.highlighted:
+                text.truncate(max(1, width), overflow="ellipsis", pad=True)
+                text.stylize(cursor)
+            rows.append(text)
+        return Text("\n").join(rows)
+
+    def _cursor_style(self) -> Style:
+        """The cursor row's background and weight; its text keeps its severity colours. From
+        the full style: the partial one drops the background's alpha (``$foreground 22%``
+        came out as the foreground itself)."""
+        full = self.get_component_rich_style("alert-list--cursor")
+        return Style(bgcolor=full.bgcolor, bold=full.bold)
 
     def _prompt(self, alert: Alert) -> Text:
         tone = tone_style(self, f"alert-list--{alert.severity}")
@@ -71,3 +172,43 @@ class AlertList(OptionList):
         text.append(f" {when} ", muted)
         text.append(alert.message.splitlines()[0] if alert.message else "", tone)
         return text
+
+    # the cursor
+    def action_cursor(self, step: int) -> None:
+        self.highlighted = max(0, min(self.highlighted + step, self.alert_count - 1))
+        self.paint()
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(1, self.size.height - 1))
+
+    def action_select(self) -> None:
+        alert = self.alert_at(self.highlighted)
+        if alert is not None:
+            self.post_message(self.Selected(self, alert))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None:
+            return
+        row = self._top + offset.y
+        if self.alert_at(row) is None:
+            return
+        if row == self.highlighted or event.chain > 1:
+            self.action_select()
+        self.highlighted = row
+        self.paint()
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self.action_cursor(1)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.action_cursor(-1)
+
+    def on_focus(self) -> None:
+        self.paint()
+
+    def on_blur(self) -> None:
+        self.paint()
+
+    def on_resize(self) -> None:
+        self.paint(force=True)

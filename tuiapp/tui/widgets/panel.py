@@ -67,7 +67,7 @@ class Panel(Widget):
         A version that moved does not always move the text (the same figure again, a
         series that only grew off-screen): the text is rendered and compared first, since
         a refresh costs Textual ~10x what building the Rich Text does."""
-        version = self.store.versions[self.panel_key]
+        version = self.view_version()
         if not force and version == self.painted_version:
             return
         now_s = time.monotonic()
@@ -91,6 +91,11 @@ class Panel(Widget):
             self.refresh()
         elif changed:
             self.refresh(*changed)
+
+    def view_version(self) -> object:
+        """What the text depends on: the store's version of this panel (a panel with a view
+        state of its own, a cursor say, adds it)."""
+        return self.store.versions[self.panel_key]
 
     def _changed_lines(self, text: object) -> list[Region] | None:
         """The content lines whose strips differ from the ones on screen, or None for all.
