@@ -89,3 +89,60 @@ async def test_bridge_after_the_session_reads_as_unreachable(sim):
     samples = await asyncio.to_thread(backend.sample)
     assert not backend.reachable
     assert all(e.mem_used_bytes is None for e in samples if e.kind == "gpu")
+
+
+@pytest.fixture
+def recorder():
+    """A plain HTTP server that records each request's path and headers; /slow never answers."""
+    import http.server
+    import threading
+
+    seen: list[tuple[str, dict]] = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        protocol_version = "HTTP/1.1"
+
+        def do_GET(self):  # noqa: N802 (http.server's name)
+            seen.append((self.path, dict(self.headers)))
+            if self.path == "/slow":
+                threading.Event().wait(2)
+                return
+            body = b'{"ok": true}' if self.path == "/ok" else b"no"
+            self.send_response(200 if self.path == "/ok" else 404)
+            self.send_header("content-length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield f"http://127.0.0.1:{server.server_address[1]}", seen
+    server.shutdown()
+    server.server_close()
+
+
+async def test_poll_gets_skip_httpx_per_request_steps_but_keep_headers_status_and_timeouts(recorder, monkeypatch):
+    url, seen = recorder
+    client = clients.async_client(url, api_key="k-poll")
+    assert isinstance(client, clients.PollClient)
+    built = []
+    build = httpx.AsyncClient.build_request
+    monkeypatch.setattr(httpx.AsyncClient, "build_request", lambda self, *a, **k: built.append(a) or build(self, *a, **k))
+    for _ in range(3):
+        resp = await client.get(url + "/ok", timeout=1.0)
+        assert resp.status_code == 200 and resp.json() == {"ok": True}
+        resp.raise_for_status()
+    assert len(built) == 1  # the request is built once per URL and timeout, then re-sent
+    assert [path for path, _ in seen] == ["/ok"] * 3
+    assert all(headers.get("authorization") == "Bearer k-poll" for _, headers in seen)
+    missing = await client.get(url + "/missing", timeout=1.0)
+    with pytest.raises(httpx.HTTPStatusError):
+        missing.raise_for_status()
+    with pytest.raises(httpx.ReadTimeout):
+        await client.get(url + "/slow", timeout=httpx.Timeout(0.3))
+    await client.aclose()
+    with pytest.raises(RuntimeError):
+        await client.get(url + "/ok", timeout=1.0)  # closed, as httpx says

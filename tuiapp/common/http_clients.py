@@ -47,9 +47,46 @@ def async_client(url: str, *, api_key: str | None = None,
 
     connect_s = timeout.connect if isinstance(timeout, httpx.Timeout) else timeout
     # trust_env=False: an HTTP(S)_PROXY from the environment must not carry our polls.
-    return httpx.AsyncClient(headers=auth_headers(api_key), timeout=timeout, trust_env=False,
-                             transport=LeanTransport(connect_timeout_s=connect_s or 5.0, max_idle=4,
-                                                     stream_wake_s=0.0))
+    return PollClient(headers=auth_headers(api_key), timeout=timeout, trust_env=False,
+                      transport=LeanTransport(connect_timeout_s=connect_s or 5.0, max_idle=4, stream_wake_s=0.0))
+
+
+class PollClient(httpx.AsyncClient):
+    """An AsyncClient whose plain GETs (the polls: GPUs, /metrics, /health, server info, each
+    once a second or so) go straight to the lean transport with a request built once per
+    URL. httpx's own path builds the request again (URL merge, headers, cookies) and runs the
+    auth, redirect and cookie-extraction steps for every response: about two thirds of a
+    poll's CPU, for steps a poll never uses (no auth flow, no redirects followed, no cookies)."""
+
+    _MAX_REQUESTS = 64  # distinct poll URLs seen; a caller building URLs freely just resets it
+
+    def __init__(self, **kwargs) -> None:
+        super().__init__(**kwargs)
+        from tuiapp.common.lean_transport import LeanTransport
+
+        transport = kwargs.get("transport")
+        self._lean = transport if isinstance(transport, LeanTransport) else None
+        self._requests: dict[tuple[str, object], httpx.Request] = {}
+
+    async def get(self, url, *, timeout=httpx.USE_CLIENT_DEFAULT, **kwargs) -> httpx.Response:
+        hooks = self.event_hooks
+        if (self._lean is None or kwargs or not isinstance(url, str) or not url.startswith("http://")
+                or self.is_closed or hooks["request"] or hooks["response"]):
+            return await super().get(url, timeout=timeout, **kwargs)
+        key = (url, tuple(timeout.as_dict().items()) if isinstance(timeout, httpx.Timeout)
+               else timeout if isinstance(timeout, (int, float)) else None)
+        request = self._requests.get(key)
+        if request is None:
+            if len(self._requests) >= self._MAX_REQUESTS:
+                self._requests.clear()
+            request = self._requests[key] = self.build_request("GET", url, timeout=timeout)
+        response = await self._lean.handle_async_request(request)
+        response.request = request
+        try:
+            await response.aread()
+        finally:
+            await response.aclose()
+        return response
 
 
 def sync_client(url: str, *, api_key: str | None = None,
