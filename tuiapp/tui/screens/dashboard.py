@@ -117,10 +117,14 @@ class DashboardScreen(Screen):
             for panel in self._panels:
                 panel.paint(force)
             self._alerts.paint(force)
-            self.set_class(bool(self.store.trials), "-has-trials")
-            self.set_class(self.store.speculating is False, "-spec-off")
-            self.set_class(self.store.finished, "-finished")
-            self.set_class(self._cramped(), "-cramped")
+            wanted = {"-has-trials": bool(self.store.trials), "-spec-off": self.store.speculating is False,
+                      "-finished": self.store.finished, "-cramped": self._cramped()}
+            changed = [name for name, on in wanted.items() if self.has_class(name) != on]
+            if changed:
+                # Each class change restyles the whole screen (~20 ms): one pass for them all.
+                for name in changed:
+                    self.set_class(wanted[name], name, update=False)
+                self.update_node_styles()
             ledger = self._ledger
             # At 80x24 a row of the ledger is worth more than its column titles.
             show_header = not (self.has_class("-short") and self.has_class("-narrow"))
