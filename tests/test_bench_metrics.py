@@ -50,7 +50,9 @@ def test_parse_server_info_internal_states():
 
 
 @pytest.mark.parametrize("metrics", [True, False])
-async def test_poller_publishes_both_sources(metrics):
+async def test_poller_reads_server_info_only_without_metrics(metrics):
+    """/server_info gives the same two figures as /metrics: it is asked only when /metrics
+    cannot give them (each ask is a scheduler RPC and an access-log line)."""
     srv = FakeSGLang(step_s=0.01, tokens_per_chunk=3, spec=True, metrics=metrics)
     await srv.start()
     events, stop = [], asyncio.Event()
@@ -60,13 +62,15 @@ async def test_poller_publishes_both_sources(metrics):
     await asyncio.wait_for(task, 5)
     await srv.stop()
     by_source = {e.source: e for e in events if isinstance(e, ServerStats)}
-    assert by_source["server_info"].gen_throughput_tok_s == 300.0
-    assert by_source["server_info"].accept_length == 3.0
     if metrics:
         m = by_source["metrics"]
         assert (m.gen_throughput_tok_s, m.accept_length, m.accept_rate, m.running_reqs) == (300.0, 3.0, 2 / 3, 1)
         assert sum(e.source == "metrics" for e in events) >= 3  # every interval
+        assert "server_info" not in by_source
+        assert not any(path.endswith("server_info") for path in srv.paths_seen)
     else:
+        assert by_source["server_info"].gen_throughput_tok_s == 300.0
+        assert by_source["server_info"].accept_length == 3.0
         assert "metrics" not in by_source
 
 

@@ -183,7 +183,9 @@ def _telemetry_sources(kind: str, args: argparse.Namespace, url: str, done: Any,
     async def host_source(bus: Any) -> None:
         await run_host_sampler(bus.publish, stop=done)
 
-    return [gpu_source, host_source] if _is_local(url) else [gpu_source]
+    from tuiapp.commands.trials import host_samples_wanted
+
+    return [gpu_source, host_source] if _is_local(url) and host_samples_wanted(args) else [gpu_source]
 
 
 def log_sources(args: argparse.Namespace) -> list[Any]:

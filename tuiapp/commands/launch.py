@@ -104,7 +104,10 @@ def run_single_trial(trial, args: argparse.Namespace, *, record_path, log_path, 
     from tuiapp.trials.runner import RunnerOptions
 
     plan = Plan(path=log_path, name=trial.name, description="", baseline=trial, trials=[])
-    options = RunnerOptions(telemetry=args.telemetry, log_file=log_path, preflight=preflight)
+    from tuiapp.commands.trials import host_samples_wanted
+
+    options = RunnerOptions(telemetry=args.telemetry, log_file=log_path, preflight=preflight,
+                            host_samples=host_samples_wanted(args))
     ledger = Ledger()
     session, _runner = build_trials_session(plan, [trial], ledger, options, title=trial.name,
                                             record_path=record_path)

@@ -96,6 +96,12 @@ def run(args: argparse.Namespace) -> int:
     return _run_session(args, plan, trials, ledger, ledger_path, log_dir)
 
 
+def host_samples_wanted(args: argparse.Namespace) -> bool:
+    """Whether anything shows or keeps host samples: the dashboard and recordings do, the
+    headless printer does not."""
+    return not args.headless or bool(args.record)
+
+
 def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
     from pathlib import Path
 
@@ -107,6 +113,7 @@ def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
         ledger_path=ledger_path, ledger_md=Path(args.ledger_md) if args.ledger_md else None,
         ledger_csv=Path(args.ledger_csv) if args.ledger_csv else None, resume=args.resume,
         sim_speed=args.sim_speed if args.sim else None, telemetry=args.telemetry, log_dir=log_dir,
+        host_samples=host_samples_wanted(args),
     )
     title = f"trials: {plan.name}" + (f" --isolate {args.isolate}" if args.isolate else "")
     session, _runner = build_trials_session(

@@ -26,3 +26,23 @@ def until_tick_s(period_s: float, loop: asyncio.AbstractEventLoop | None = None)
     """Seconds from now on the running loop's clock to its next tick of ``period_s``."""
     now = (loop or asyncio.get_running_loop()).time()
     return next_tick_s(now, period_s) - now
+
+
+async def wait_stop(stop: asyncio.Event | None, timeout_s: float) -> bool:
+    """Sleep ``timeout_s``, or less when ``stop`` is set (then True).
+
+    ``asyncio.wait_for(stop.wait(), t)`` starts a task per tick and cancels it on every
+    timeout: four more loop iterations per tick of each periodic task. One waiting task per
+    Event, kept on the Event, is started once and only watched."""
+    if stop is None:
+        await asyncio.sleep(timeout_s)
+        return False
+    if stop.is_set():
+        return True
+    loop = asyncio.get_running_loop()
+    waiter = getattr(stop, "_tuiapp_waiter", None)
+    if waiter is None or waiter.get_loop() is not loop:
+        waiter = loop.create_task(stop.wait())
+        stop._tuiapp_waiter = waiter  # type: ignore[attr-defined]
+    done, _ = await asyncio.wait((waiter,), timeout=max(timeout_s, 0.0))
+    return bool(done)

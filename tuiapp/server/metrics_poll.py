@@ -2,7 +2,8 @@
 
 ``/metrics`` exists only with ``--enable-metrics``; a 404 turns it off for the session.
 ``/server_info`` needs no flag but is an RPC into the scheduler (it hangs when the
-scheduler is wedged), so it gets a short timeout and is polled at most every 2 s.
+scheduler is wedged), so it gets a short timeout and is polled at most every 2 s, and only
+while /metrics does not give the generation throughput (it carries nothing more).
 Scheduler gauges carry ``tp_rank``/``dp_rank`` labels: series of one DP group are
 replicas of the same number (TP 0 writes them), so throughputs are summed over DP groups
 and other gauges averaged; the usage gauge takes the fullest group.
@@ -22,7 +23,7 @@ from typing import Any
 import httpx
 
 from tuiapp.common.http_clients import DEFAULT_TIMEOUT, async_client
-from tuiapp.common.ticks import until_tick_s
+from tuiapp.common.ticks import until_tick_s, wait_stop
 from tuiapp.events import ServerStats
 from tuiapp.server.info import decode_side
 
@@ -132,44 +133,44 @@ async def run_metrics_poller(
 ) -> None:
     """``client``: the session's client of this server (carrying ``api_key``), else one of its own."""
     base_url = base_url.rstrip("/")
-    stop = stop or asyncio.Event()
     metrics_on = True
     info_on = True
     next_info_s = 0.0
     async with contextlib.AsyncExitStack() as stack:
         if client is None:
             client = await stack.enter_async_context(async_client(base_url, api_key=api_key))
-        while not stop.is_set():
+        while stop is None or not stop.is_set():
+            has_throughput = False
             if metrics_on:
-                metrics_on = await _poll_metrics(client, base_url, publish)
+                metrics_on, has_throughput = await _poll_metrics(client, base_url, publish)
             now = time.monotonic()
-            if info_on and now >= next_info_s:
+            # /server_info carries the same two figures: asked only while /metrics lacks them
+            # (each ask is a scheduler RPC, an access-log line and a wake-up here)
+            if info_on and not has_throughput and now >= next_info_s:
                 next_info_s = now + max(interval_s, SERVER_INFO_EVERY_S)
                 info_on = await _poll_server_info(client, base_url, publish)
-            try:
-                # to the next tick of the grid the samplers use: one wake-up for all of them
-                await asyncio.wait_for(stop.wait(), timeout=until_tick_s(interval_s))
-            except asyncio.TimeoutError:
-                pass
+            # to the next tick of the grid the samplers use: one wake-up for all of them
+            await wait_stop(stop, until_tick_s(interval_s))
 
 
-async def _poll_metrics(client: httpx.AsyncClient, base_url: str, publish: Publish) -> bool:
-    """Returns False when the endpoint does not exist (server without --enable-metrics)."""
+async def _poll_metrics(client: httpx.AsyncClient, base_url: str, publish: Publish) -> tuple[bool, bool]:
+    """(the endpoint exists, it gave the generation throughput); the first is False for a
+    server without --enable-metrics."""
     try:
         resp = await client.get(base_url + "/metrics", timeout=DEFAULT_TIMEOUT)
     except httpx.HTTPError:
-        return True  # down for now; the loop says so, we keep trying
+        return True, False  # down for now; the loop says so, we keep trying
     if resp.status_code == 404:
-        return False
+        return False, False
     if resp.status_code != 200:
-        return True
+        return True, False
     try:
         fields = parse_metrics(resp.text)
     except ValueError:
-        return True  # a torn or non-Prometheus body; the next poll may be fine
+        return True, False  # a torn or non-Prometheus body; the next poll may be fine
     if fields:
         publish(ServerStats(source="metrics", **fields))
-    return True
+    return True, fields.get("gen_throughput_tok_s") is not None
 
 
 async def _poll_server_info(client: httpx.AsyncClient, base_url: str, publish: Publish) -> bool:

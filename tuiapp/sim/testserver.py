@@ -61,6 +61,7 @@ class FakeSGLang:
     tokens_sent: int = 0  # every token streamed, finished or not (client-cost accounting)
     flushes: int = 0
     last_body: dict[str, Any] | None = None
+    paths_seen: list[str] = field(default_factory=list)  # every request's path, in order
     _server: asyncio.AbstractServer | None = None
     port: int = 0
 
@@ -93,6 +94,7 @@ class FakeSGLang:
             self._conns.add(conn)
             conn.on_close.append(lambda: self._conns.discard(conn))
         path = req.path
+        self.paths_seen.append(path)
         if self.openai_only and not path.startswith(("/v1/", "/health")):
             return conn.respond(404, b'{"detail": "Not Found"}')
         public = path.startswith(("/health", "/metrics"))

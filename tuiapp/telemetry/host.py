@@ -6,10 +6,10 @@ import asyncio
 
 import psutil
 
-from tuiapp.common.ticks import next_tick_s
+from tuiapp.common.ticks import next_tick_s, wait_stop
 from tuiapp.events import HostSample
 from tuiapp.server.proctree import Descendants
-from tuiapp.telemetry.sampler import Publish, _wait_stop
+from tuiapp.telemetry.sampler import Publish
 
 
 def tree_rss_bytes(pid: int, descendants: Descendants | None = None) -> int | None:
@@ -49,7 +49,7 @@ async def run_host_sampler(publish: Publish, *, server_pid: int | None = None,
     loop = asyncio.get_running_loop()
     next_s = next_tick_s(loop.time(), interval_s)  # on the grid: it shares the GPU sampler's wake
     while stop is None or not stop.is_set():
-        if await _wait_stop(stop, max(next_s - loop.time(), 0.0)):
+        if await wait_stop(stop, max(next_s - loop.time(), 0.0)):
             break
         try:
             publish(host_sample(server_pid, tree))

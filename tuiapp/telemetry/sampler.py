@@ -12,7 +12,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from tuiapp.common.ticks import next_tick_s
+from tuiapp.common.ticks import next_tick_s, wait_stop
 from tuiapp.events import Note, _Event
 from tuiapp.telemetry.backend import Backend
 
@@ -143,17 +143,6 @@ class SamplerThreads:
         threading.Thread(target=closer, name="tuiapp-gpu-close", daemon=True).start()
 
 
-async def _wait_stop(stop: asyncio.Event | None, timeout_s: float) -> bool:
-    if stop is None:
-        await asyncio.sleep(timeout_s)
-        return False
-    try:
-        await asyncio.wait_for(stop.wait(), timeout_s)
-        return True
-    except asyncio.TimeoutError:
-        return False
-
-
 async def run_gpu_sampler(publish: Publish, backend: Backend | None, *, interval_s: float = 1.0,
                           stop: asyncio.Event | None = None,
                           hang_timeout_s: float | None = None,
@@ -176,7 +165,7 @@ async def run_gpu_sampler(publish: Publish, backend: Backend | None, *, interval
     try:
         # a stall is news after hang_s (>= 5 s unless told): looking 4 times per hang_s is enough
         check_s = max(interval_s, hang_s / 4)
-        while not await _wait_stop(stop, check_s):
+        while not await wait_stop(stop, check_s):
             stuck_s = threads.stalled_s()
             if stuck_s > hang_s and not stalled:
                 stalled = True
@@ -214,7 +203,7 @@ async def _sample_on_loop(publish: Publish, backend: Backend, interval_s: float,
             # on the clock grid (late: skip, never burst), so the host sampler and the
             # metrics poll tick in the same wake-up
             next_s = next_tick_s(loop.time(), period_s)
-            if await _wait_stop(stop, next_s - loop.time()):
+            if await wait_stop(stop, next_s - loop.time()):
                 return
     finally:
         try:

@@ -38,6 +38,9 @@ class RunnerOptions:
     log_file: Path | None = None  # one trial (launch): its server log, wherever the user wants it
     preflight: bool = True
     gpu_interval_s: float = 1.0
+    # HostSample only feeds the dashboard and recordings: a headless job that records
+    # nothing would read /proc every second for no one.
+    host_samples: bool = True
 
 
 def sim_config(cfg: TrialConfig, speed: float, port: int) -> TrialConfig:
@@ -252,7 +255,7 @@ class PlanRunner:
             except LaunchError as exc:
                 return f"launch_error:{exc}"
             helpers.append(asyncio.create_task(self._gpu_sampler(observe, url, http, server)))
-            if self.options.telemetry != "off":
+            if self.options.telemetry != "off" and self.options.host_samples:
                 from tuiapp.telemetry import run_host_sampler
 
                 helpers.append(asyncio.create_task(run_host_sampler(observe, server_pid=server.pid)))
