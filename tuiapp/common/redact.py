@@ -21,6 +21,7 @@ writes (recorder, printer, server log, report, summary) masks the remembered val
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import threading
@@ -38,8 +39,11 @@ MIN_SECRET_LEN = 4
 SGLANG_SECRET_FLAGS = ("--api-key", "--admin-api-key")
 
 
+@functools.lru_cache(maxsize=4096)
 def is_secret_name(name: str) -> bool:
     """True for a flag (``--api-key``) or variable (``HF_TOKEN``) that holds a secret."""
+    # Cached: every trial asks again for the same few hundred names (/server_info's keys, the
+    # server's flags, the environment), two regex passes per name.
     words = _WORD_SPLIT.split(name.lstrip("-"))
     return any(_SECRET_WORD.search(word) for word in words if word)
 

