@@ -65,3 +65,42 @@ async def test_concurrent_publishers_lose_nothing():
     bus.close()
     await asyncio.wait_for(reader, 5)
     assert sorted(got) == sorted(f"{k}:{i}" for k in range(4) for i in range(2000))
+
+
+async def test_lazy_kinds_ride_the_next_wake_or_the_tick_after_them(monkeypatch):
+    """Dense events (GPU samples) do not wake a lazy reader; they come with the next event
+    that does, or on the next tick of the lazy period; nothing is lost or reordered."""
+    from tuiapp.events import DENSE_KINDS, GpuSample
+
+    wakes = []
+    real = bus_module.set_from_any_thread
+    monkeypatch.setattr(bus_module, "set_from_any_thread", lambda loop, ev: (wakes.append(1), real(loop, ev)))
+    bus = EventBus()
+    sub = bus.subscribe("printer", lazy_kinds=DENSE_KINDS, lazy_period_s=0.2)
+    got: list[tuple[float, str]] = []
+    loop = asyncio.get_running_loop()
+
+    async def read() -> None:
+        while (event := await sub.get()) is not None:
+            got.append((loop.time(), event.kind))
+
+    reader = asyncio.create_task(read())
+    await asyncio.sleep(0)
+    for i in range(8):
+        bus.publish(GpuSample(index=i))
+    await asyncio.sleep(0.01)
+    assert got == [] and wakes == []  # samples alone wake no one at once
+    bus.publish(Note(text="trial started", source="t"))  # an event that must be seen now
+    await asyncio.sleep(0.01)
+    assert [k for _, k in got] == ["gpu"] * 8 + ["note"]  # the samples came with it, in order
+    woken = len(wakes)
+    t0 = loop.time()
+    for i in range(8):
+        threading.Thread(target=bus.publish, args=(GpuSample(index=i),)).start()  # from a thread too
+    while len(got) < 17:
+        await asyncio.sleep(0.01)
+        assert loop.time() - t0 < 2.0, "lazy samples never delivered"
+    assert loop.time() - t0 <= 0.2 + 0.1 + 0.1  # within one lazy period (plus the offset)
+    assert len(wakes) == woken + 1  # eight samples from threads: one wake, on the tick
+    bus.close()
+    await asyncio.wait_for(reader, 5)

@@ -12,6 +12,7 @@ import threading
 from collections import deque
 from collections.abc import AsyncIterator
 
+from tuiapp.common.ticks import next_tick_s
 from tuiapp.events import _Event
 
 
@@ -32,8 +33,18 @@ def set_from_any_thread(loop: asyncio.AbstractEventLoop | None, event: asyncio.E
 class Subscription:
     """One sink's bounded queue. Iterate it with ``async for``, or drain it synchronously."""
 
-    def __init__(self, bus: EventBus, maxlen: int, name: str) -> None:
+    def __init__(self, bus: EventBus, maxlen: int, name: str, lazy_kinds: frozenset[str] = frozenset(),
+                 lazy_period_s: float = 1.0, lazy_offset_s: float = 0.1) -> None:
         self.name = name
+        # Events of these kinds do not wake the reader: they wait for the next event that
+        # does, or at the latest for the next tick of lazy_period_s (+ lazy_offset_s) on the
+        # loop's clock, just after the samplers' and pollers' tick, whose events they mostly
+        # are. A sink that only counts them or prints them every few seconds (the headless
+        # printer, the recorder) then wakes about once a second, not once per sample burst.
+        self._lazy_kinds = lazy_kinds
+        self._lazy_period_s = lazy_period_s
+        self._lazy_offset_s = lazy_offset_s
+        self._lazy_armed = False
         self.dropped = 0
         self._bus = bus
         self._queue: deque[_Event] = deque()
@@ -52,13 +63,51 @@ class Subscription:
                 self._queue.popleft()
                 self.dropped += 1
             self._queue.append(event)
-            wake = not self._wake_pending
-            self._wake_pending = True
-        if wake:
+            if self._wake_pending:
+                return
+            if self._loop is not None and event.kind in self._lazy_kinds:
+                if self._lazy_armed:
+                    return
+                self._lazy_armed = True
+                lazy = True
+            else:
+                self._wake_pending = True
+                lazy = False
+        if lazy:
+            self._wake_later()
+        else:
             self._wake()
 
     def _wake(self) -> None:
         set_from_any_thread(self._loop, self._wakeup)
+
+    def _wake_later(self) -> None:
+        loop = self._loop
+        if loop is None or loop.is_closed():
+            return
+        try:
+            on_loop = asyncio.get_running_loop() is loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            self._arm_lazy()
+        else:
+            loop.call_soon_threadsafe(self._arm_lazy)
+
+    def _arm_lazy(self) -> None:
+        loop = self._loop
+        assert loop is not None
+        period, offset = self._lazy_period_s, self._lazy_offset_s
+        loop.call_at(next_tick_s(loop.time() - offset, period) + offset, self._lazy_due)
+
+    def _lazy_due(self) -> None:
+        with self._lock:
+            self._lazy_armed = False
+            wake = bool(self._queue) and not self._wake_pending
+            if wake:
+                self._wake_pending = True
+        if wake:
+            self._wake()
 
     def drain(self) -> list[_Event]:
         """Everything queued now, oldest first."""
@@ -102,8 +151,10 @@ class EventBus:
         self._lock = threading.Lock()
         self.published = 0
 
-    def subscribe(self, name: str = "", maxlen: int = 10_000) -> Subscription:
-        sub = Subscription(self, maxlen, name)
+    def subscribe(self, name: str = "", maxlen: int = 10_000, *, lazy_kinds: frozenset[str] = frozenset(),
+                  lazy_period_s: float = 1.0) -> Subscription:
+        """``lazy_kinds``: event kinds that need not wake this reader at once (see Subscription)."""
+        sub = Subscription(self, maxlen, name, lazy_kinds, lazy_period_s)
         with self._lock:
             self._subs = [*self._subs, sub]
         return sub

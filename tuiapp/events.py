@@ -285,6 +285,11 @@ Event = Annotated[
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)
 
+# The kinds that come every second or more often (samples, log records, server figures,
+# requests): a sink that only counts or keeps them takes them in its next wake-up, at most
+# about a second later (EventBus.subscribe's lazy_kinds); the rest wake it at once.
+DENSE_KINDS = frozenset({"gpu", "host", "log", "server_stats", "request"})
+
 
 def dump_event(event: _Event) -> bytes:
     """One event as compact JSON bytes (no newline)."""

@@ -18,7 +18,7 @@ from typing import Any
 
 from tuiapp.bus import EventBus
 from tuiapp.controls import LiveControls, ReplayControls
-from tuiapp.events import Note
+from tuiapp.events import DENSE_KINDS, Note
 
 Source = Callable[[EventBus], Awaitable[None]]
 
@@ -61,7 +61,8 @@ class Session:
             from tuiapp.record.recorder import Recorder  # only a recording session needs it
 
             recorder = Recorder(self.record_path, header=self.header)
-            recording = asyncio.create_task(recorder.run(self.bus.subscribe("recorder", maxlen=100_000)))
+            recording = asyncio.create_task(recorder.run(self.bus.subscribe("recorder", maxlen=100_000,
+                                                                             lazy_kinds=DENSE_KINDS)))
         try:
             await self.run_sources(stop)
         finally:

@@ -35,7 +35,12 @@ async def run_headless(session: Session) -> int:
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     printer = Printer(sys.stdout)
-    printing = asyncio.create_task(printer.run(session.bus.subscribe("printer", maxlen=100_000)))
+    from tuiapp.events import DENSE_KINDS
+
+    # It prints runs, states, alerts and notes as they come; samples and requests it counts
+    # (GPUs get a line every 10 s), so they need not wake it one burst at a time.
+    sub = session.bus.subscribe("printer", maxlen=100_000, lazy_kinds=DENSE_KINDS)
+    printing = asyncio.create_task(printer.run(sub))
     try:
         await session.run(stop)
     finally:
