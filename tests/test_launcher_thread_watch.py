@@ -109,3 +109,36 @@ async def test_launched_server_alert_comes_from_the_output_thread_without_a_loop
     finally:
         await server.stop(sigint_timeout_s=2)
         relay.close()
+
+
+DECODE = (b"[2026-12-03 08:02:22 TP0] Decode batch, #running-req: 1, #token: 47, token usage: 0.00, "
+          b"cuda graph: True, gen throughput (token/s): 78.43, #queue-req: 0\n")
+
+
+def test_a_statistics_line_is_not_worth_a_quiet_wakeup_of_its_own() -> None:
+    from tuiapp.logwatch.watcher import IDLE_S, UNALARMING_WAIT_S
+
+    events: list = []
+    watcher = LogWatcher(events.append, ready_events=False)
+    watcher.feed(DECODE)
+    assert UNALARMING_WAIT_S - 0.1 < watcher.quiet_in_s() <= UNALARMING_WAIT_S
+    watcher.feed(b"[2026-12-03 08:02:22 TP0] Load weight begin. avail mem=20.90 GB\n")
+    assert watcher.quiet_in_s() <= IDLE_S  # an ordinary line may start a failure: polled on time
+    assert [e.text for e in events if isinstance(e, LogLine)] == [DECODE.decode().rstrip("\n")]
+
+
+def test_records_after_a_late_statistics_line_are_those_of_a_poll_on_time() -> None:
+    """An unprefixed error line more than IDLE_S after a Decode line is a record of its own
+    (and an alert), as when the Decode line was finished at IDLE_S; never swallowed into the
+    statistics record, which is not classified."""
+    events: list = []
+    watcher = LogWatcher(events.append, ready_events=False)
+    watcher.feed(DECODE)
+    watcher.quiet_in_s()  # the output thread drives it by the clock
+    time.sleep(0.08)
+    watcher.feed(b"RuntimeError: CUDA error: an illegal memory access was encountered\n")
+    watcher.flush()
+    lines = [e.text for e in events if isinstance(e, LogLine)]
+    assert lines[0] == DECODE.decode().rstrip("\n")
+    assert lines[1].startswith("RuntimeError: CUDA error")
+    assert any(isinstance(e, Alert) for e in events)

@@ -49,6 +49,13 @@ IDLE_S = 0.03
 TB_WAIT_S = 1.0
 MAX_RECORD_LINES = 2000
 POLL_S = 0.02
+# A record whose finishing can raise nothing (a statistics line, a request's access-log line,
+# a progress bar: only its LogLine, which the relay holds for its 1 s tick anyway) is not
+# worth a wake-up of its own at IDLE_S: the output thread looks at it after this long, or
+# when the next line comes (records quiet for IDLE_S by then are finished first, so the
+# records and their order are those of a poll at IDLE_S). The steady state's lone Decode and
+# access-log lines each cost a read and a quiet wake-up before.
+UNALARMING_WAIT_S = 0.5
 READY_TEXT = READY_LINE.decode()
 _CHAIN_MARKERS = ("The above exception was the direct cause", "During handling of the above exception")
 
@@ -147,12 +154,18 @@ class LogWatcher:
         self._accept_by_dp: dict[int | None, float] = {}
         self._lock = threading.RLock()
         self._poller_wake: Callable[[], None] | None = None  # set while run_poller sleeps
+        # Someone finishes quiet records by the clock (poll / quiet_in_s): a feed then first
+        # finishes those already quiet. Never for a file read at once (logscan): its
+        # records end where the next begins, whatever the time between two reads.
+        self._timed = False
 
     # ------------------------------------------------------------ input
 
     def feed(self, data: bytes, now_s: float | None = None) -> None:
         wall = time.monotonic() if now_s is None else now_s
         with self._lock:
+            if self._timed and self.has_open():
+                self._poll(self._quiet_at(wall))  # what a poll at IDLE_S would have finished
             for line in self._lines.feed(data):
                 self._on_line(line, wall)
             if self._poller_wake is not None and self.has_open():
@@ -184,13 +197,16 @@ class LogWatcher:
     def poll(self, now_s: float | None = None) -> None:
         """Finish records that have gone quiet; call every ~20 ms."""
         now = time.monotonic() if now_s is None else now_s
+        with self._lock:
+            self._timed = True
+            self._poll(self._quiet_at(now))
 
+    def _quiet_at(self, now: float) -> Callable[[Record], bool]:
         def quiet(rec: Record) -> bool:
             idle = now - rec.last_wall
             return idle >= TB_WAIT_S or (not rec.waiting and idle >= self.idle_s)
 
-        with self._lock:
-            self._poll(quiet)
+        return quiet
 
     def _poll(self, quiet: Callable[[Record], bool]) -> None:
         done: list[Record] = []
@@ -208,20 +224,26 @@ class LogWatcher:
         if done:
             self._finish_in_order(done)
 
-    def _next_poll_s(self) -> float:
+    def _next_poll_s(self, lazy: bool = False) -> float:
         """Until the first open record goes quiet, at most ``idle_s`` (a record opened
-        meanwhile is due no sooner than that): one poll per record rather than a few."""
+        meanwhile is due no sooner than that): one poll per record rather than a few.
+        ``lazy``: for a caller that asks again after every feed (the output thread), records
+        that cannot raise anything are due after UNALARMING_WAIT_S, and there is no cap."""
         now = time.monotonic()
         with self._lock:
             recs = [r for r in (self._open, *self._rank_open.values(), *self._pending) if r is not None]
-            due = min((r.last_wall + (TB_WAIT_S if r.waiting else self.idle_s) for r in recs), default=now)
-        return min(max(due - now, 0.002), self.idle_s)
+            due = min((r.last_wall + (TB_WAIT_S if r.waiting else UNALARMING_WAIT_S if lazy and _unalarming(r)
+                                      else self.idle_s) for r in recs), default=now)
+        wait_s = max(due - now, 0.002)
+        return wait_s if lazy else min(wait_s, self.idle_s)
 
     def quiet_in_s(self) -> float | None:
         """Seconds until ``poll`` has a record to finish; None while none is open (the
-        launcher's reader thread waits this long for more output, then polls)."""
+        launcher's reader thread waits this long for more output, then polls; it asks again
+        after each read, so a statistics line may wait UNALARMING_WAIT_S)."""
         with self._lock:
-            return self._next_poll_s() if self.has_open() else None
+            self._timed = True
+            return self._next_poll_s(lazy=True) if self.has_open() else None
 
     def has_open(self) -> bool:
         return bool(self._open or self._rank_open or self._pending)
@@ -549,6 +571,13 @@ def _year_month(t: float) -> tuple[int, int]:
 
 def _line_of(rec: Record, index: int) -> int:
     return rec.nums[index] if index < len(rec.nums) else rec.line_no + index
+
+
+def _unalarming(rec: Record) -> bool:
+    """Finishing it can raise nothing (see _finish): a progress bar, or one line that is a
+    statistics line or a request's access-log line."""
+    return not rec.waiting and (bool(rec.extra.get("progress")) or (
+        len(rec.texts) == 1 and (bool(rec.extra.get("stats")) or rec.body[0].startswith(_ACCESS_LOG))))
 
 
 def _level(head: str) -> str:
