@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 import httpx
+import orjson
 
 from tuiapp.common.http_clients import sync_client
 from tuiapp.events import GpuSample, Note, _Event
@@ -65,7 +66,7 @@ class SimBackend(Backend):
         try:
             resp = await client.get(self.url, timeout=self._timeout_s)
             resp.raise_for_status()
-            data = resp.json()
+            data = orjson.loads(resp.content)  # ~5x httpx's json() (stdlib) on every sample
             if not isinstance(data, dict) or not isinstance(data.get("gpus"), list):
                 data = None
         except (httpx.HTTPError, ValueError):
