@@ -14,6 +14,7 @@ from textual.widgets import Footer
 
 from tuiapp.bus import Subscription
 from tuiapp.controls import SessionView
+from tuiapp.tui import banded_update
 from tuiapp.tui.store import DashboardStore
 from tuiapp.tui.widgets.alert_list import AlertList
 from tuiapp.tui.widgets.gpu_table import GpuTable
@@ -67,6 +68,7 @@ class DashboardScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        banded_update.install(self._compositor)  # a frame renders the rows it sends, not the screen
         self.query_one("#throughput").border_title = "decode tok/s"
         self.query_one("#acceptance").border_title = "acceptance"
         self.query_one("#latency").border_title = "latency"
