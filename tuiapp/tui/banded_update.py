@@ -6,10 +6,11 @@ lines alone. A dashboard frame moves the header's clock (row 0) and the log tail
 rows), so the box is the whole screen: every panel and container rendered every line again,
 from its cache, and cut it into chops (~300 lines a frame at 160x48, for ~60 that changed).
 
-Here the dirty regions are grouped into bands of rows that do not overlap, and each widget
-renders only the rows of a band it overlaps; everything else is Textual's own arithmetic
-(the same chops, cuts and spans, front-most widget first). tests/test_tui_banded_update.py
-checks the bytes sent against Textual's own partial update, frame by frame.
+Here the dirty regions are grouped into bands of rows that do not overlap, each widget
+renders only the rows of a band it overlaps, and a widget that shows nowhere (a container its
+children cover) is not rendered at all; everything else is Textual's own arithmetic (the same
+chops, cuts and spans, front-most widget first). tests/test_tui_banded_update.py checks what
+is sent against Textual's own partial update, frame by frame.
 """
 
 from __future__ import annotations
@@ -38,6 +39,35 @@ def _bands(regions) -> list[Region]:
     return [Region(x1, y1, x2 - x1, y2 - y1) for x1, y1, x2, y2 in bands]
 
 
+def _shown_widgets(self: Compositor) -> list:
+    """The visible widgets that show at least one chop, front to back (with region and clip).
+
+    A container whose children cover it (the dashboard's rows and columns, the screen itself)
+    never wins a chop, but Textual renders it anyway. Worked out from the regions alone, once
+    per arrangement (the compositor makes a new visible-widget map whenever one changes)."""
+    visible = self.visible_widgets
+    kept = self.__dict__.get("_shown_widgets")
+    if kept is not None and kept[0] is visible and kept[1] is self.cuts:
+        return kept[2]
+    cuts = self.cuts
+    owned = [set() for _ in cuts]  # per row, the cuts a widget in front already has
+    shown = []
+    intersection = Region.intersection
+    for widget, (region, clip) in visible.items():
+        x, y, width, height = intersection(region, clip)
+        wins = False
+        for line_y in range(max(0, y), min(y + height, len(cuts))):
+            row = owned[line_y]
+            for cut in cuts[line_y][:-1]:
+                if x <= cut < x + width and cut not in row:
+                    row.add(cut)
+                    wins = True
+        if wins:
+            shown.append((widget, (region, clip)))
+    self._shown_widgets = (visible, cuts, shown)
+    return shown
+
+
 def render_partial_update(self: Compositor) -> ChopsUpdate | None:
     update_regions = self._dirty_regions.copy()
     self._dirty_regions.clear()
@@ -48,7 +78,7 @@ def render_partial_update(self: Compositor) -> ChopsUpdate | None:
     is_rendered_line = {y for y, _, _ in spans}.__contains__
     cuts = self.cuts
     chops = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
-    widgets = self.visible_widgets.items()  # front to back
+    widgets = _shown_widgets(self)  # front to back
     intersection = Region.intersection
     for band in _bands(update_regions):
         band = intersection(band, screen_region)
