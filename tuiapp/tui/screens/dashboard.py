@@ -10,10 +10,11 @@ from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer
+from textual.widgets import Footer
 
 from tuiapp.bus import Subscription
 from tuiapp.controls import SessionView
+from tuiapp.tui import banded_update
 from tuiapp.tui.store import DashboardStore
 from tuiapp.tui.widgets.alert_list import AlertList
 from tuiapp.tui.widgets.gpu_table import GpuTable
@@ -67,12 +68,13 @@ class DashboardScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        banded_update.install(self._compositor)  # a frame renders the rows it sends, not the screen
         self.query_one("#throughput").border_title = "decode tok/s"
         self.query_one("#acceptance").border_title = "acceptance"
         self.query_one("#latency").border_title = "latency"
         self.query_one("#log-wide").border_title = "log"
         self.query_one(AlertList).base_title = "alerts (enter: traceback)"
-        self.query_one("#trials").border_title = "trials (enter: details)"
+        self.query_one(LedgerTable).base_title = "trials (enter: details)"
         # Looked up once: a DOM query per panel was most of an idle paint's cost.
         self._panels = list(self.query("#header, #notes, #throughput, #acceptance, #latency, #gpus, LogTail"))
         self._alerts = self.query_one(AlertList)
@@ -163,10 +165,8 @@ class DashboardScreen(Screen):
 
         self.app.push_screen(AlertScreen(event.alert, self.store))
 
-    @on(DataTable.RowSelected, "#trials")
-    def open_trial(self, event: DataTable.RowSelected) -> None:
+    @on(LedgerTable.Selected, "#trials")
+    def open_trial(self, event: LedgerTable.Selected) -> None:
         from tuiapp.tui.screens.details import TrialScreen
 
-        row = self.store.trials.get(str(event.row_key.value))
-        if row is not None:
-            self.app.push_screen(TrialScreen(row, self.store))
+        self.app.push_screen(TrialScreen(event.row, self.store))

@@ -1,27 +1,38 @@
-"""The trials ledger: one keyed row per trial, updated cell by cell as TrialState/TrialResult arrive.
+"""The trials ledger: one line per trial, updated as TrialState/TrialResult arrive.
 
-A DataTable for its cursor and Enter; it changes a few times a minute, so its
-re-render-every-row cost (textual-style.md 2.5) does not matter here.
+A panel with a cursor, like the alert list: up/down/home/end/page keys or a click move it,
+Enter (or a click on the cursor's line) posts ``LedgerTable.Selected`` with the trial. Not a
+DataTable: that re-rendered every row on every frame the running trial's live mean moved, and
+rebuilt its columns and rows whenever a width changed; here a frame refreshes the lines whose
+text changed (usually the running trial's alone), and a width change is a repaint of this panel,
+never a layout of the screen.
 
-Columns are sized here, not by the table: status, difference and verdict are always whole
-(they are the campaign's result), the trial name takes what is left and is cut with an
-ellipsis, and the sd and # columns go first when the panel is narrow.
+Columns are sized here: status, difference and verdict are always whole (they are the
+campaign's result), the trial name takes what is left and is cut with an ellipsis, and the sd
+and # columns go first when the panel is narrow.
 """
 
 from __future__ import annotations
 
+from typing import ClassVar
+
+from rich.style import Style
 from rich.text import Text
-from textual.widgets import DataTable
+from textual import events
+from textual.binding import Binding, BindingType
+from textual.message import Message
 
 from tuiapp.common.numfmt import num
 from tuiapp.tui import fmt
 from tuiapp.tui.store import DashboardStore, TrialRow
+from tuiapp.tui.widgets.panel import Panel, tone_style
 
 # key -> (title, right-aligned); in display order
 COLUMNS = {"index": ("#", True), "name": ("trial", False), "status": ("status", False),
            "mean": ("tok/s", True), "sd": ("sd", True), "delta": ("vs base", True), "verdict": ("verdict", False)}
 _DROP_ORDER = ("sd", "index")  # what goes when the panel is too narrow, first to last
 _NAME_MIN = 10
+_TONED = ("status", "verdict")  # the columns in the trial's status colour
 
 
 def row_cells(row: TrialRow, store: DashboardStore) -> dict[str, str]:
@@ -42,6 +53,13 @@ def row_cells(row: TrialRow, store: DashboardStore) -> dict[str, str]:
     }
 
 
+def row_tone(row: TrialRow) -> str:
+    status = row.result.status if row.result else row.phase
+    if status == "ok":
+        return "ok"
+    return "running" if row.result is None and status not in ("failed", "skipped") else "failed"
+
+
 def column_widths(cells: list[dict[str, str]], width: int) -> dict[str, int]:
     """Width per shown column (one space between columns), fitting ``width`` cells."""
     natural = {key: max([len(title), *(len(c[key]) for c in cells)]) for key, (title, _) in COLUMNS.items()}
@@ -52,78 +70,195 @@ def column_widths(cells: list[dict[str, str]], width: int) -> dict[str, int]:
         del shown[key]
     spare = width - (sum(shown.values()) - shown["name"]) - (len(shown) - 1)
     shown["name"] = max(_NAME_MIN, min(natural["name"], spare))
-    # The last column takes what is left, so the table's width is the panel's whatever the
-    # cells: a column that grows then changes no size, and Textual repaints the ledger
-    # alone instead of laying out and redrawing the whole screen.
+    # The last column takes what is left, so every line is the panel's width whatever the
+    # cells (the cursor's background and the header's reach the right edge).
     last = list(shown)[-1]
     shown[last] += max(0, width - (sum(shown.values()) + len(shown) - 1))
     return shown
 
 
-class LedgerTable(DataTable):
-    COMPONENT_CLASSES = {"ledger--ok", "ledger--failed", "ledger--running"}
+class LedgerTable(Panel, can_focus=True):
+    COMPONENT_CLASSES: ClassVar[set[str]] = {
+        "ledger--ok", "ledger--failed", "ledger--running", "ledger--header", "ledger--cursor"}
+    BINDINGS: ClassVar[list[BindingType]] = [
+        Binding("up", "cursor(-1)", "Up", show=False),
+        Binding("down", "cursor(1)", "Down", show=False),
+        Binding("pageup", "page(-1)", "Page up", show=False),
+        Binding("pagedown", "page(1)", "Page down", show=False),
+        Binding("home", "cursor(-1000000)", "First", show=False),
+        Binding("end", "cursor(1000000)", "Last", show=False),
+        Binding("enter", "select", "Select", show=False),
+    ]
+    panel_key = "trials"
+
+    class Selected(Message):
+        """Enter (or a click) on a trial."""
+
+        def __init__(self, ledger: LedgerTable, row: TrialRow) -> None:
+            super().__init__()
+            self.ledger = ledger
+            self.row = row
+
+        @property
+        def control(self) -> LedgerTable:
+            return self.ledger
 
     def __init__(self, store: DashboardStore, **kwargs) -> None:
-        super().__init__(cursor_type="row", zebra_stripes=False, cell_padding=0, **kwargs)
-        self.store = store
-        self.painted_version = -1
-        self._cells: dict[str, dict[str, str]] = {}
-        self._widths: dict[str, int] = {}
+        super().__init__(store, **kwargs)
+        self.highlighted = 0  # row of the cursor, in plan order
+        self._top = 0  # first row shown
+        self._show_header = True
+        self._lines = 0  # lines the ledger last asked the layout for
+        self.base_title = "trials"
 
-    def on_resize(self) -> None:
-        self.paint(force=True)
+    # what is shown, in plan order
+    @property
+    def row_count(self) -> int:
+        return len(self.store.trials)
+
+    def row_at(self, row: int) -> TrialRow | None:
+        rows = self.store.trials
+        if not 0 <= row < len(rows):
+            return None
+        return list(rows.values())[row]
+
+    def row_index(self, name: str) -> int:
+        return list(self.store.trials).index(name)
+
+    def shown_cells(self) -> dict[str, dict[str, str]]:
+        """Each trial's cells as the columns show them (before fitting), by trial name."""
+        return {name: row_cells(row, self.store) for name, row in self.store.trials.items()}
+
+    @property
+    def show_header(self) -> bool:
+        return self._show_header
+
+    @show_header.setter
+    def show_header(self, show: bool) -> None:
+        if show != self._show_header:
+            self._show_header = show
+            self.paint(force=True)
+
+    def _body_height(self) -> int:
+        return max(1, self.size.height - self._show_header)
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return max(1, self.row_count + self._show_header)  # the CSS caps it; beyond the cap it scrolls
+
+    def view_version(self) -> object:
+        return (self.store.versions["trials"], self.highlighted, self._top, self.has_focus, self._show_header)
 
     def paint(self, force: bool = False) -> None:
-        version = self.store.versions["trials"]
-        if not force and version == self.painted_version:
-            return
-        self.painted_version = version
-        cells = {name: row_cells(row, self.store) for name, row in self.store.trials.items()}
-        # the vertical scrollbar takes its cells only when the rows overflow
-        room = self.size.width - (self.styles.scrollbar_size_vertical if len(cells) + 1 > self.size.height else 0)
-        widths = column_widths(list(cells.values()), max(room, 1))
-        if widths != self._widths or any(name not in cells for name in self._cells):
-            self._rebuild(widths, cells)
-        else:
-            for name, row_cells_now in cells.items():
-                row = self.store.trials[name]
-                if name not in self._cells:
-                    self.add_row(*(self._styled(k, row_cells_now[k], row) for k in widths), key=name)
-                    continue
-                for key in widths:
-                    if force or self._cells[name][key] != row_cells_now[key]:
-                        self.update_cell(name, key, self._styled(key, row_cells_now[key], row))
-        self._cells = cells
         current = self.store.current_trial
-        if current in self._cells and not self.has_focus:
-            self.move_cursor(row=self.get_row_index(current), animate=False)  # follow the plan
+        if current in self.store.trials and not self.has_focus:
+            self.highlighted = self.row_index(current)  # follow the plan
+        lines = max(1, self.row_count + self._show_header)
+        if lines != self._lines:
+            # height: auto follows the lines up to the CSS cap: a layout pass, but only when
+            # the height can move (auto, and still under the cap or shrinking below it)
+            height = self.size.height
+            grows = not (self._lines > height and lines > height) or not height
+            self._lines = lines
+            if grows and not force and self.styles.height is not None and self.styles.height.is_auto:
+                self._scroll_into_view()
+                super().paint(force)
+                self.refresh(layout=True)
+                return
+        self._scroll_into_view()
+        super().paint(force)
 
-    def _rebuild(self, widths: dict[str, int], cells: dict[str, dict[str, str]]) -> None:
-        """New column widths (a resize, a longer status): the columns again, then the rows."""
-        at = self.cursor_row
-        self._widths = widths
-        self.clear(columns=True)
+    def _scroll_into_view(self) -> None:
+        n = self.row_count
+        height = self._body_height()
+        self.highlighted = max(0, min(self.highlighted, n - 1))
+        self._top = max(0, min(self._top, n - height))
+        if self.highlighted < self._top:
+            self._top = self.highlighted
+        elif self.highlighted >= self._top + height:
+            self._top = self.highlighted - height + 1
+        # What a scrollbar would say, in the title (the short layout has no bottom border).
+        title = self.base_title
+        if n > height and self.size.height:
+            title = f"{title}  {self._top + 1}–{min(n, self._top + height)} of {n}"
+        if title != self.border_title:
+            self.border_title = title
+
+    def render(self) -> Text:
+        rows = list(self.store.trials.values())
+        if not rows:
+            return Text("")
+        width = max(1, self.size.width)
+        cells = [row_cells(row, self.store) for row in rows]
+        widths = column_widths(cells, width)
         last = list(widths)[-1]
-        for key, width in widths.items():
-            title, right = COLUMNS[key]
-            label = title.rjust(width) if right else title
-            self.add_column(label + ("" if key == last else " "), key=key, width=width + (key != last))
-        for name, row_cells_now in cells.items():
-            row = self.store.trials[name]
-            self.add_row(*(self._styled(key, row_cells_now[key], row) for key in widths), key=name)
-        if self.has_focus and 0 <= at < len(cells):
-            self.move_cursor(row=at, animate=False)
+        lines = []
+        if self._show_header:
+            header = "".join(
+                (COLUMNS[key][0].rjust(w) if COLUMNS[key][1] else COLUMNS[key][0].ljust(w)) + (" " if key != last else "")
+                for key, w in widths.items())
+            lines.append(Text(header, self._style("ledger--header")))
+        tones = {tone: tone_style(self, f"ledger--{tone}") for tone in ("ok", "failed", "running")}
+        cursor = self._style("ledger--cursor")
+        for i in range(self._top, min(len(rows), self._top + self._body_height())):
+            text = Text()
+            tone = tones[row_tone(rows[i])]
+            for key, w in widths.items():
+                shown = fmt.fit(cells[i][key], w)
+                shown = shown.rjust(w) if COLUMNS[key][1] else shown.ljust(w)
+                if key != last:
+                    shown += " "
+                text.append(shown, tone if key in _TONED else None)
+            if i == self.highlighted:
+                text.stylize(cursor)
+            lines.append(text)
+        return Text("\n").join(lines)
 
-    def _styled(self, key: str, value: str, row: TrialRow) -> Text:
-        width = self._widths.get(key, len(value))
-        _title, right = COLUMNS[key]
-        shown = fmt.fit(value, width)
-        shown = shown.rjust(width) if right else shown.ljust(width)
-        if key != list(self._widths)[-1]:
-            shown += " "
-        if key not in ("status", "verdict"):
-            return Text(shown)
-        status = row.result.status if row.result else row.phase
-        tone = ("ok" if status == "ok" else "running" if row.result is None and status not in ("failed", "skipped")
-                else "failed")
-        return Text(shown, self.get_component_rich_style(f"ledger--{tone}", partial=True))
+    def _style(self, component: str) -> Style:
+        """A row-wide component's background, colour and weight. From the full style: the
+        partial one drops a background's alpha (``$foreground 22%`` came out as the foreground)."""
+        full = self.get_component_rich_style(component)
+        return Style(color=full.color, bgcolor=full.bgcolor, bold=full.bold)
+
+    # the cursor
+    def action_cursor(self, step: int) -> None:
+        self.highlighted = max(0, min(self.highlighted + step, self.row_count - 1))
+        self.paint()
+
+    def action_page(self, direction: int) -> None:
+        self.action_cursor(direction * max(1, self._body_height() - 1))
+
+    def action_select(self) -> None:
+        row = self.row_at(self.highlighted)
+        if row is not None:
+            self.post_message(self.Selected(self, row))
+
+    def on_click(self, event: events.Click) -> None:
+        offset = event.get_content_offset(self)
+        if offset is None or offset.y < self._show_header:
+            return
+        row = self._top + offset.y - self._show_header
+        if self.row_at(row) is None:
+            return
+        if row == self.highlighted or event.chain > 1:
+            self.action_select()
+        self.highlighted = row
+        self.paint()
+
+    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
+        self.action_cursor(1)
+
+    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
+        self.action_cursor(-1)
+
+    def on_focus(self) -> None:
+        self.paint()
+
+    def on_blur(self) -> None:
+        self.paint()
+
+    def on_resize(self) -> None:
+        # New column widths and rows in view, so a whole repaint; not paint(force=True), whose
+        # layout pass would be a second one for the layout that just resized the ledger.
+        self.painted_version = None
+        self._painted_text = None
+        self.paint()

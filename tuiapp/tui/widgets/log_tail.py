@@ -49,6 +49,7 @@ class LogTail(Panel):
     min_interval_s = 0.5  # failures reach the alert list at once; the tail may lag a tick
     errors_only: reactive[bool] = reactive(False)
     hide_polling: reactive[bool] = reactive(True)
+    _seen: dict[int, list] = {}  # id(line) -> [line, is polling, text's key, text]; see render
 
     def watch_errors_only(self) -> None:
         self.paint(force=True)
@@ -71,13 +72,27 @@ class LogTail(Panel):
         height = max(1, self.size.height)
         picked: list[LogLine] = []
         hide = self.hide_polling
+        errors_only = self.errors_only
+        # A repaint shows mostly the lines of the last one, moved up: each line's text (and
+        # whether it is our polling, a regex) is kept from the previous render, keyed by the
+        # line itself, and only the lines seen this time are kept for the next.
+        seen, kept = self._seen, {}
         for line in reversed(self.store.log):
-            if (not self.errors_only or line.level != "info") and not (hide and is_polling(line)):
-                picked.append(line)
+            entry = seen.get(id(line))
+            if entry is None or entry[0] is not line:
+                entry = [line, is_polling(line), None, None]
+            kept[id(line)] = entry
+            if (not errors_only or line.level != "info") and not (hide and entry[1]):
+                picked.append(entry)
                 if len(picked) == height:
                     break
+        self._seen = kept
         if not picked:
-            return Text("no errors logged" if self.errors_only else "no log lines yet", self.tone("muted"))
+            return Text("no errors logged" if errors_only else "no log lines yet", self.tone("muted"))
         tones = self.tones()
-        return Text("\n", no_wrap=True).join(
-            log_line_text(line, self.store.rel_s(line.t_s), tones) for line in reversed(picked))
+        key = (tuple(tones.values()), self.store.first_t_s)
+        for entry in picked:
+            if entry[2] != key:
+                line = entry[0]
+                entry[2], entry[3] = key, log_line_text(line, self.store.rel_s(line.t_s), tones)
+        return Text("\n", no_wrap=True).join(entry[3] for entry in reversed(picked))

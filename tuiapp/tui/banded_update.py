@@ -1,0 +1,109 @@
+"""A screen's partial update that renders only the lines it sends.
+
+Textual's compositor crops a partial update to the box around every dirty region, and then
+renders every widget overlapping that box in full (all its visible lines) to send the dirty
+lines alone. A dashboard frame moves the header's clock (row 0) and the log tail (the bottom
+rows), so the box is the whole screen: every panel and container rendered every line again,
+from its cache, and cut it into chops (~300 lines a frame at 160x48, for ~60 that changed).
+
+Here the dirty regions are grouped into bands of rows that do not overlap, each widget
+renders only the rows of a band it overlaps, and a widget that shows nowhere (a container its
+children cover) is not rendered at all; everything else is Textual's own arithmetic (the same
+chops, cuts and spans, front-most widget first). tests/test_tui_banded_update.py checks what
+is sent against Textual's own partial update, frame by frame.
+"""
+
+from __future__ import annotations
+
+from types import MethodType
+
+from textual._compositor import ChopsUpdate, Compositor
+from textual.geometry import Region
+
+
+def install(compositor: Compositor) -> None:
+    compositor.render_partial_update = MethodType(render_partial_update, compositor)
+
+
+def _bands(regions) -> list[Region]:
+    """The regions' boxes merged while their rows overlap or touch, top to bottom."""
+    bands: list[list[int]] = []  # [x1, y1, x2, y2]
+    for x, y, width, height in sorted(regions, key=lambda r: r.y):
+        if not (width and height):
+            continue
+        if bands and y <= bands[-1][3]:
+            band = bands[-1]
+            band[0], band[2], band[3] = min(band[0], x), max(band[2], x + width), max(band[3], y + height)
+        else:
+            bands.append([x, y, x + width, y + height])
+    return [Region(x1, y1, x2 - x1, y2 - y1) for x1, y1, x2, y2 in bands]
+
+
+def _shown_widgets(self: Compositor) -> list:
+    """The visible widgets that show at least one chop, front to back (with region and clip).
+
+    A container whose children cover it (the dashboard's rows and columns, the screen itself)
+    never wins a chop, but Textual renders it anyway. Worked out from the regions alone, once
+    per arrangement (the compositor makes a new visible-widget map whenever one changes)."""
+    visible = self.visible_widgets
+    kept = self.__dict__.get("_shown_widgets")
+    if kept is not None and kept[0] is visible and kept[1] is self.cuts:
+        return kept[2]
+    cuts = self.cuts
+    owned = [set() for _ in cuts]  # per row, the cuts a widget in front already has
+    shown = []
+    intersection = Region.intersection
+    for widget, (region, clip) in visible.items():
+        x, y, width, height = intersection(region, clip)
+        wins = False
+        for line_y in range(max(0, y), min(y + height, len(cuts))):
+            row = owned[line_y]
+            for cut in cuts[line_y][:-1]:
+                if x <= cut < x + width and cut not in row:
+                    row.add(cut)
+                    wins = True
+        if wins:
+            shown.append((widget, (region, clip)))
+    self._shown_widgets = (visible, cuts, shown)
+    return shown
+
+
+def render_partial_update(self: Compositor) -> ChopsUpdate | None:
+    update_regions = self._dirty_regions.copy()
+    self._dirty_regions.clear()
+    if not update_regions:
+        return None
+    screen_region = self.size.region
+    spans = list(self._regions_to_spans(update_regions))
+    is_rendered_line = {y for y, _, _ in spans}.__contains__
+    cuts = self.cuts
+    chops = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
+    widgets = _shown_widgets(self)  # front to back
+    intersection = Region.intersection
+    for band in _bands(update_regions):
+        band = intersection(band, screen_region)
+        if not band:
+            continue
+        band_overlaps = band.overlaps
+        band_top, band_bottom = band.y, band.bottom
+        for widget, (region, clip) in widgets:
+            if not band_overlaps(clip):
+                continue
+            x, y, width, height = intersection(region, clip)
+            top, bottom = max(y, band_top), min(y + height, band_bottom)
+            if not width or top >= bottom:
+                continue
+            # every visible column (a chop runs from cut to cut), only the band's rows
+            strips = widget.render_lines(Region(x - region.x, top - region.y, width, bottom - top))
+            last_cut = x + width
+            for line_y, strip in zip(range(top, bottom), strips, strict=False):
+                if not is_rendered_line(line_y):
+                    continue
+                chops_line = chops[line_y]
+                final_cuts = [cut for cut in cuts[line_y] if last_cut >= cut >= x]
+                get = chops_line.get
+                for cut, piece in zip(final_cuts, strip.divide([cut - x for cut in final_cuts[1:]]), strict=False):
+                    if get(cut) is None:  # front to back: the first strip for a cut wins
+                        chops_line[cut] = piece
+    chop_ends = [cut_set[1:] for cut_set in cuts]
+    return ChopsUpdate(chops, spans, chop_ends)
