@@ -68,3 +68,31 @@ async def test_partial_updates_send_what_textual_sends(monkeypatch, size):
             app.dashboard.paint()
             await pilot.pause()
     assert len(compared) > 10 and sum(compared) > 100  # many frames, each a partial update
+
+
+def test_falls_back_to_textuals_own_update_for_good_if_ours_raises():
+    """Ours leans on the compositor's internals: should one move in a Textual release, a
+    frame must still be drawn (by Textual's own update) rather than the app dying."""
+    from textual.geometry import Region
+
+    class Moved:  # a compositor whose span arithmetic changed under us
+        def __init__(self):
+            self._dirty_regions = {Region(0, 0, 5, 1)}
+            self.cuts = [[0, 5]]
+            self.visible_widgets = {}
+            self.size = Region(0, 0, 5, 1).size
+            self.own_calls = 0
+
+        def _regions_to_spans(self, regions):
+            raise AttributeError("renamed in a later Textual")
+
+        def render_partial_update(self):
+            self.own_calls += 1
+            assert self._dirty_regions, "the dirty regions must reach Textual's own update"
+            return "textual's own"
+
+    compositor = Moved()
+    banded_update.install(compositor)
+    assert compositor.render_partial_update() == "textual's own"
+    assert compositor.render_partial_update.__func__ is Moved.render_partial_update  # for good
+    assert compositor.own_calls == 1

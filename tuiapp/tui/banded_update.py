@@ -20,9 +20,27 @@ from types import MethodType
 from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 
+_USES = ("_dirty_regions", "_regions_to_spans", "cuts", "visible_widgets", "size")
+
 
 def install(compositor: Compositor) -> None:
-    compositor.render_partial_update = MethodType(render_partial_update, compositor)
+    """Ours for this compositor's partial updates, where its internals are the ones this was
+    written against (textual 8.x); if ours ever raises, Textual's own from then on."""
+    if not all(hasattr(compositor, name) for name in _USES):
+        return
+    own = compositor.render_partial_update
+    ours = MethodType(render_partial_update, compositor)
+
+    def render() -> ChopsUpdate | None:
+        dirty = compositor._dirty_regions.copy()
+        try:
+            return ours()
+        except Exception:  # an internal that moved: a frame must still be drawn, right
+            compositor._dirty_regions.update(dirty)
+            compositor.render_partial_update = own
+            return own()
+
+    compositor.render_partial_update = render
 
 
 def _bands(regions) -> list[Region]:
