@@ -13,14 +13,13 @@ from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual import events
-from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from tuiapp.events import Alert
 from tuiapp.tui import fmt
 from tuiapp.tui.store import DashboardStore
-from tuiapp.tui.widgets.panel import Panel, tone_style
+from tuiapp.tui.widgets.cursor_panel import CursorPanel
+from tuiapp.tui.widgets.panel import tone_style
 
 
 def ranks_label(ranks: list[int]) -> str:
@@ -31,18 +30,9 @@ def ranks_label(ranks: list[int]) -> str:
     return ",".join(map(str, ranks))
 
 
-class AlertList(Panel, can_focus=True):
+class AlertList(CursorPanel):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "alert-list--error", "alert-list--warning", "alert-list--muted", "alert-list--cursor"}
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "cursor(-1000000)", "First", show=False),
-        Binding("end", "cursor(1000000)", "Last", show=False),
-        Binding("enter", "select", "Select", show=False),
-    ]
     panel_key = "alerts"
 
     class Selected(Message):
@@ -58,12 +48,8 @@ class AlertList(Panel, can_focus=True):
             return self.alert_list
 
     def __init__(self, store: DashboardStore, **kwargs) -> None:
-        super().__init__(store, **kwargs)
-        self.highlighted = 0  # row of the cursor, 0 = the newest alert
-        self._top = 0  # first row shown
+        super().__init__(store, title="alerts", **kwargs)  # row 0 = the newest alert
         self._newest: object = None  # the newest alert's key: the cursor follows new ones
-        self._lines = 0  # lines the list last asked the layout for
-        self.base_title = "alerts"
 
     # what is shown, newest first
     @property
@@ -80,13 +66,18 @@ class AlertList(Panel, can_focus=True):
         """Every alert's line as plain text, newest first (what the rows read)."""
         return [self._prompt(self.alert_at(row)).plain for row in range(self.alert_count)]
 
-    def get_content_height(self, container, viewport, width: int) -> int:
-        return max(1, self.alert_count)  # the CSS caps it; beyond the cap the list scrolls
-
     def view_version(self) -> object:
         return (self.store.versions["alerts"], self.highlighted, self._top, self.has_focus)
 
-    def paint(self, force: bool = False) -> None:
+    def _row_total(self) -> int:
+        return self.alert_count
+
+    def _select(self, row: int) -> None:
+        alert = self.alert_at(row)
+        if alert is not None:
+            self.post_message(self.Selected(self, alert))
+
+    def _follow(self) -> None:
         order = self.store.alert_order
         newest = order[-1] if order else None
         if newest != self._newest:
@@ -102,40 +93,6 @@ class AlertList(Panel, can_focus=True):
             if self.highlighted and added:
                 self.highlighted += added
                 self._top += added
-        lines = max(1, len(order))
-        if lines != self._lines:
-            # the panel's height follows its lines up to the CSS cap: a layout pass, but only
-            # when the height can move (still under the cap, or shrinking below it)
-            height = self.size.height
-            grows = not (self._lines > height and lines > height) or not height
-            self._lines = lines
-            if grows and not force:
-                self._scroll_into_view()
-                super().paint(force)
-                self.refresh(layout=True)
-                return
-        self._scroll_into_view()
-        super().paint(force)
-
-    def _scroll_into_view(self) -> None:
-        n = self.alert_count
-        height = max(1, self.size.height)
-        self.highlighted = max(0, min(self.highlighted, n - 1))
-        self._top = max(0, min(self._top, n - height))
-        if self.highlighted < self._top:
-            self._top = self.highlighted
-        elif self.highlighted >= self._top + height:
-            self._top = self.highlighted - height + 1
-        self._set_subtitle(n, height)
-
-    def _set_subtitle(self, n: int, height: int) -> None:
-        # What a scrollbar would say: which rows of how many are on screen. In the title, as
-        # the short layout has no bottom border.
-        title = self.base_title
-        if n > height:
-            title = f"{title}  {self._top + 1}–{min(n, self._top + height)} of {n}"
-        if title != self.border_title:
-            self.border_title = title
 
     def render(self) -> Text:
         n = self.alert_count
@@ -172,43 +129,6 @@ class AlertList(Panel, can_focus=True):
         text.append(f" {when} ", muted)
         text.append(alert.message.splitlines()[0] if alert.message else "", tone)
         return text
-
-    # the cursor
-    def action_cursor(self, step: int) -> None:
-        self.highlighted = max(0, min(self.highlighted + step, self.alert_count - 1))
-        self.paint()
-
-    def action_page(self, direction: int) -> None:
-        self.action_cursor(direction * max(1, self.size.height - 1))
-
-    def action_select(self) -> None:
-        alert = self.alert_at(self.highlighted)
-        if alert is not None:
-            self.post_message(self.Selected(self, alert))
-
-    def on_click(self, event: events.Click) -> None:
-        offset = event.get_content_offset(self)
-        if offset is None:
-            return
-        row = self._top + offset.y
-        if self.alert_at(row) is None:
-            return
-        if row == self.highlighted or event.chain > 1:
-            self.action_select()
-        self.highlighted = row
-        self.paint()
-
-    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
-        self.action_cursor(1)
-
-    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        self.action_cursor(-1)
-
-    def on_focus(self) -> None:
-        self.paint()
-
-    def on_blur(self) -> None:
-        self.paint()
 
     def on_resize(self) -> None:
         self.paint(force=True)

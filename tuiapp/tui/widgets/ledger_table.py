@@ -18,14 +18,13 @@ from typing import ClassVar
 
 from rich.style import Style
 from rich.text import Text
-from textual import events
-from textual.binding import Binding, BindingType
 from textual.message import Message
 
 from tuiapp.common.numfmt import num
 from tuiapp.tui import fmt
 from tuiapp.tui.store import DashboardStore, TrialRow
-from tuiapp.tui.widgets.panel import Panel, tone_style
+from tuiapp.tui.widgets.cursor_panel import CursorPanel
+from tuiapp.tui.widgets.panel import tone_style
 
 # key -> (title, right-aligned); in display order
 COLUMNS = {"index": ("#", True), "name": ("trial", False), "status": ("status", False),
@@ -77,18 +76,9 @@ def column_widths(cells: list[dict[str, str]], width: int) -> dict[str, int]:
     return shown
 
 
-class LedgerTable(Panel, can_focus=True):
+class LedgerTable(CursorPanel):
     COMPONENT_CLASSES: ClassVar[set[str]] = {
         "ledger--ok", "ledger--failed", "ledger--running", "ledger--header", "ledger--cursor"}
-    BINDINGS: ClassVar[list[BindingType]] = [
-        Binding("up", "cursor(-1)", "Up", show=False),
-        Binding("down", "cursor(1)", "Down", show=False),
-        Binding("pageup", "page(-1)", "Page up", show=False),
-        Binding("pagedown", "page(1)", "Page down", show=False),
-        Binding("home", "cursor(-1000000)", "First", show=False),
-        Binding("end", "cursor(1000000)", "Last", show=False),
-        Binding("enter", "select", "Select", show=False),
-    ]
     panel_key = "trials"
 
     class Selected(Message):
@@ -104,12 +94,8 @@ class LedgerTable(Panel, can_focus=True):
             return self.ledger
 
     def __init__(self, store: DashboardStore, **kwargs) -> None:
-        super().__init__(store, **kwargs)
-        self.highlighted = 0  # row of the cursor, in plan order
-        self._top = 0  # first row shown
+        super().__init__(store, title="trials", **kwargs)  # rows in plan order
         self._show_header = True
-        self._lines = 0  # lines the ledger last asked the layout for
-        self.base_title = "trials"
 
     # what is shown, in plan order
     @property
@@ -139,49 +125,27 @@ class LedgerTable(Panel, can_focus=True):
             self._show_header = show
             self.paint(force=True)
 
-    def _body_height(self) -> int:
-        return max(1, self.size.height - self._show_header)
-
-    def get_content_height(self, container, viewport, width: int) -> int:
-        return max(1, self.row_count + self._show_header)  # the CSS caps it; beyond the cap it scrolls
-
     def view_version(self) -> object:
         return (self.store.versions["trials"], self.highlighted, self._top, self.has_focus, self._show_header)
 
-    def paint(self, force: bool = False) -> None:
+    def _row_total(self) -> int:
+        return self.row_count
+
+    def _head_lines(self) -> int:
+        return int(self._show_header)
+
+    def _select(self, row: int) -> None:
+        trial = self.row_at(row)
+        if trial is not None:
+            self.post_message(self.Selected(self, trial))
+
+    def _follow(self) -> None:
         current = self.store.current_trial
         if current in self.store.trials and not self.has_focus:
             self.highlighted = self.row_index(current)  # follow the plan
-        lines = max(1, self.row_count + self._show_header)
-        if lines != self._lines:
-            # height: auto follows the lines up to the CSS cap: a layout pass, but only when
-            # the height can move (auto, and still under the cap or shrinking below it)
-            height = self.size.height
-            grows = not (self._lines > height and lines > height) or not height
-            self._lines = lines
-            if grows and not force and self.styles.height is not None and self.styles.height.is_auto:
-                self._scroll_into_view()
-                super().paint(force)
-                self.refresh(layout=True)
-                return
-        self._scroll_into_view()
-        super().paint(force)
 
-    def _scroll_into_view(self) -> None:
-        n = self.row_count
-        height = self._body_height()
-        self.highlighted = max(0, min(self.highlighted, n - 1))
-        self._top = max(0, min(self._top, n - height))
-        if self.highlighted < self._top:
-            self._top = self.highlighted
-        elif self.highlighted >= self._top + height:
-            self._top = self.highlighted - height + 1
-        # What a scrollbar would say, in the title (the short layout has no bottom border).
-        title = self.base_title
-        if n > height and self.size.height:
-            title = f"{title}  {self._top + 1}–{min(n, self._top + height)} of {n}"
-        if title != self.border_title:
-            self.border_title = title
+    def _height_follows_lines(self) -> bool:
+        return self.styles.height is not None and self.styles.height.is_auto
 
     def render(self) -> Text:
         rows = list(self.store.trials.values())
@@ -218,43 +182,6 @@ class LedgerTable(Panel, can_focus=True):
         partial one drops a background's alpha (``$foreground 22%`` came out as the foreground)."""
         full = self.get_component_rich_style(component)
         return Style(color=full.color, bgcolor=full.bgcolor, bold=full.bold)
-
-    # the cursor
-    def action_cursor(self, step: int) -> None:
-        self.highlighted = max(0, min(self.highlighted + step, self.row_count - 1))
-        self.paint()
-
-    def action_page(self, direction: int) -> None:
-        self.action_cursor(direction * max(1, self._body_height() - 1))
-
-    def action_select(self) -> None:
-        row = self.row_at(self.highlighted)
-        if row is not None:
-            self.post_message(self.Selected(self, row))
-
-    def on_click(self, event: events.Click) -> None:
-        offset = event.get_content_offset(self)
-        if offset is None or offset.y < self._show_header:
-            return
-        row = self._top + offset.y - self._show_header
-        if self.row_at(row) is None:
-            return
-        if row == self.highlighted or event.chain > 1:
-            self.action_select()
-        self.highlighted = row
-        self.paint()
-
-    def on_mouse_scroll_down(self, event: events.MouseScrollDown) -> None:
-        self.action_cursor(1)
-
-    def on_mouse_scroll_up(self, event: events.MouseScrollUp) -> None:
-        self.action_cursor(-1)
-
-    def on_focus(self) -> None:
-        self.paint()
-
-    def on_blur(self) -> None:
-        self.paint()
 
     def on_resize(self) -> None:
         # New column widths and rows in view, so a whole repaint; not paint(force=True), whose
