@@ -1,7 +1,7 @@
 """The alert list: newest first, a cursor that keeps its alert, Enter opens it, a title that
 says which rows show, and a new alert lays the screen out only while the list still grows."""
 
-from session_helpers import idle  # tests/ is on the path
+from session_helpers import idle, publish  # tests/ is on the path
 
 from tuiapp.events import Alert, ServerState
 from tuiapp.session import Session
@@ -13,19 +13,6 @@ from tuiapp.tui.widgets.alert_list import AlertList
 def alert(i: int) -> Alert:
     return Alert(t_s=1000.0 + i, alert_kind="assertion", message=f"AssertionError: number {i}", ranks=[i % 8],
                  traceback=f"Traceback (most recent call last):\nAssertionError: number {i}", alert_id=i)
-
-
-async def publish(pilot, bus, *events) -> None:
-    app = pilot.app
-    for event in events:
-        bus.publish(event)
-    for _ in range(200):
-        if not len(app.events) and app.store.applied >= publish.count + len(events):
-            break
-        await pilot.pause(0.01)
-    publish.count += len(events)
-    app.dashboard.paint()
-    await pilot.pause()
 
 
 async def test_cursor_keeps_its_alert_enter_opens_it_and_the_title_counts_rows(monkeypatch):
@@ -42,7 +29,6 @@ async def test_cursor_keeps_its_alert_enter_opens_it_and_the_title_counts_rows(m
             return layout(self, *args, **kwargs)
 
         monkeypatch.setattr(Screen, "_refresh_layout", counted)
-        publish.count = 0
         bus = session.bus
         alerts = app.dashboard.query_one(AlertList)
         await publish(pilot, bus, ServerState(t_s=990.0, state="running"))
@@ -88,7 +74,6 @@ async def test_growing_list_lays_out_once_per_new_alert():
     session = Session(title="alerts", sources=[idle])
     app = DashboardApp(session)
     async with app.run_test(size=(100, 30)) as pilot:
-        publish.count = 0
         alerts = app.dashboard.query_one(AlertList)
         await publish(pilot, session.bus, ServerState(t_s=990.0, state="running"), alert(0))
         h1 = alerts.size.height

@@ -5,14 +5,13 @@ import re
 from pathlib import Path
 
 import pytest
-from session_helpers import idle  # tests/ is on the path
+from session_helpers import idle, paint_in_slices  # tests/ is on the path
 from textual._compositor import Compositor
 
 from tuiapp.commands.preview import read_events
 from tuiapp.session import Session
 from tuiapp.tui import banded_update
 from tuiapp.tui.app import DashboardApp
-from tuiapp.tui.widgets.panel import Panel
 
 EVENTS = read_events(Path(__file__).parent / "data" / "tui" / "dashboard.jsonl")
 # A cursor move that writes nothing before the next move, line feed or the end. Textual sends
@@ -55,18 +54,7 @@ async def test_partial_updates_send_what_textual_sends(monkeypatch, size):
     monkeypatch.setattr(banded_update, "install",
                         lambda compositor: setattr(compositor, "render_partial_update", both.__get__(compositor)))
     async with app.run_test(size=size) as pilot:
-        step = 25
-        for start in range(0, len(EVENTS), step):
-            for event in EVENTS[start:start + step]:
-                session.bus.publish(event)
-            for _ in range(100):
-                if not len(app.events):
-                    break
-                await pilot.pause(0.01)
-            for panel in app.dashboard.query(Panel):
-                panel._painted_s = float("-inf")
-            app.dashboard.paint()
-            await pilot.pause()
+        await paint_in_slices(pilot, session.bus, EVENTS, 25)
     assert len(compared) > 10 and sum(compared) > 100  # many frames, each a partial update
 
 

@@ -2,7 +2,7 @@
 and clicks that move it, Enter (or a click on the cursor's line) opens the trial, and a frame
 refreshes only the lines that changed, never laying the screen out when a column's width moves."""
 
-from session_helpers import idle  # tests/ is on the path
+from session_helpers import idle, publish  # tests/ is on the path
 
 from tuiapp.events import RunDone, ServerState, TrialResult, TrialState
 from tuiapp.session import Session
@@ -26,20 +26,6 @@ def run(i: int, n: int, tok_s: float) -> RunDone:
                    output_tok_s=tok_s, trial=NAMES[i])
 
 
-async def publish(pilot, bus, *events) -> None:
-    app = pilot.app
-    for event in events:
-        bus.publish(event)
-    for _ in range(200):
-        if not len(app.events) and app.store.applied >= publish.count + len(events):
-            break
-        await pilot.pause(0.01)
-    assert app.store.applied == publish.count + len(events)
-    publish.count += len(events)
-    app.dashboard.paint()
-    await pilot.pause()
-
-
 def lines(ledger: LedgerTable) -> list[str]:
     return [ledger.render_line(y).text for y in range(ledger.size.height)]
 
@@ -51,7 +37,6 @@ def on_cursor(ledger: LedgerTable, y: int) -> bool:
 
 
 async def start(pilot, bus) -> LedgerTable:
-    publish.count = 0
     await publish(pilot, bus, ServerState(t_s=990.0, state="running"),
                   state(0), result(0, "ok", mean_decode_tok_s=82.0, sd_decode_tok_s=0.2, verdict="baseline"),
                   state(1), result(1, "keyerror"),

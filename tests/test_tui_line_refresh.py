@@ -3,7 +3,7 @@ cached lines plus the re-rendered ones) must be what a whole repaint shows."""
 
 from pathlib import Path
 
-from session_helpers import idle  # tests/ is on the path
+from session_helpers import idle, paint_in_slices  # tests/ is on the path
 
 from tuiapp.commands.preview import read_events
 from tuiapp.session import Session
@@ -32,19 +32,7 @@ async def test_partial_line_refreshes_compose_the_same_screen_as_a_whole_repaint
 
     monkeypatch.setattr(Panel, "refresh", spy)
     async with app.run_test(size=(160, 48)) as pilot:
-        # in slices, so every later frame repaints panels that are already on screen
-        step = 40
-        for start in range(0, len(EVENTS), step):
-            for event in EVENTS[start:start + step]:
-                session.bus.publish(event)
-            for _ in range(100):
-                if not len(app.events):
-                    break
-                await pilot.pause(0.01)
-            for panel in app.dashboard.query(Panel):
-                panel._painted_s = float("-inf")  # no frame interval in a test: paint what moved
-            app.dashboard.paint()
-            await pilot.pause()
+        await paint_in_slices(pilot, session.bus, EVENTS, 40)
         shown = screen_lines(app)
         for widget in app.screen.walk_children():
             widget.refresh()
