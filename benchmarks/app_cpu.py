@@ -120,6 +120,35 @@ Where the headless demo's CPU goes now (a /proc timeline at 0.5 s, 5 s windows):
   ~200 regex compiles, dataclasses) and the first trial's launch;
 - steady: 0.02-0.04 s per 5 s;
 - each trial change: 0.05-0.1 s more.
+
+Round 5, measured against 1137a6c (--baseline-tree, one run per line; a run's pairs alternate):
+
+    --skip-attach --demo-sizes "" --repeat 2/2/3   (three runs, all pairs)
+    demo headless   before 1.33 1.28 | 1.23 1.23 | 1.16 1.23 1.09
+                    after  1.16 1.07 | 1.18 1.03 | 1.09 1.13 0.98   (the first run lacked the
+                    last three headless changes); medians per run 1.30 -> 1.12, 1.23 -> 1.11,
+                    1.16 -> 1.09 (ratios 0.86, 0.90, 0.94)
+    --skip-attach --skip-headless --demo-sizes 160x48 --repeat 2
+    demo TUI 160x48 3.46 -> 3.01 (the TUI changes alone, another run)
+    demo TUI 160x48 3.85 3.89 -> 3.19 3.09 (everything; medians 3.87 -> 3.14, ratio 0.81)
+
+Headless, per thread over a whole campaign (thread CPU at exit): the main thread ~0.82-0.93 s,
+of which ~0.23 s before the loop's first iteration (the interpreter, imports, pydantic
+building the event models), and the server-output threads ~0.25 s (2,200 log lines of 8
+trials' start-ups). What changed:
+- host samples only for a sink that shows or keeps them (the TUI, a recording);
+- /server_info polled only while /metrics lacks the throughput (the same two figures);
+- periodic sleeps watch one stop task per Event (wait_for made and cancelled one per tick);
+- the headless printer and the recorder take samples, log records, server figures and
+  requests on their next wake-up or the next 1 s tick (Printer.run resumes 566 -> 203);
+- the output thread reads a burst in one read (950 -> ~400 reads) and gives statistics and
+  access-log lines 0.5 s instead of a 30 ms quiet wake-up each;
+- log events validated, not model_construct (pydantic's construct is pure Python, 2-5x
+  slower); the simulated GPUs' JSON with orjson and their samples validated from its dict;
+  secret-name checks cached.
+TUI: the ledger as a cursor panel (the DataTable re-rendered every row each frame), the GPU
+table and log tail building less per frame, and partial updates that render only the rows
+they send and skip containers their children cover (tuiapp/tui/banded_update.py).
 """
 
 from __future__ import annotations
