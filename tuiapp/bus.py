@@ -10,24 +10,30 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections import deque
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 
 from tuiapp.common.ticks import next_tick_s
 from tuiapp.events import _Event
 
 
-def set_from_any_thread(loop: asyncio.AbstractEventLoop | None, event: asyncio.Event | None) -> None:
-    """Set an asyncio.Event owned by ``loop`` from whatever thread we are on."""
-    if loop is None or event is None or loop.is_closed():
+def call_from_any_thread(loop: asyncio.AbstractEventLoop | None, fn: Callable[[], object]) -> None:
+    """Run ``fn`` on ``loop``: now when we are on it, else soon (from whatever thread we are on)."""
+    if loop is None or loop.is_closed():
         return
     try:
         running = asyncio.get_running_loop()
     except RuntimeError:
         running = None
     if running is loop:
-        event.set()
+        fn()
     else:
-        loop.call_soon_threadsafe(event.set)
+        loop.call_soon_threadsafe(fn)
+
+
+def set_from_any_thread(loop: asyncio.AbstractEventLoop | None, event: asyncio.Event | None) -> None:
+    """Set an asyncio.Event owned by ``loop`` from whatever thread we are on."""
+    if event is not None:
+        call_from_any_thread(loop, event.set)
 
 
 class Subscription:
@@ -74,25 +80,12 @@ class Subscription:
                 self._wake_pending = True
                 lazy = False
         if lazy:
-            self._wake_later()
+            call_from_any_thread(self._loop, self._arm_lazy)
         else:
             self._wake()
 
     def _wake(self) -> None:
         set_from_any_thread(self._loop, self._wakeup)
-
-    def _wake_later(self) -> None:
-        loop = self._loop
-        if loop is None or loop.is_closed():
-            return
-        try:
-            on_loop = asyncio.get_running_loop() is loop
-        except RuntimeError:
-            on_loop = False
-        if on_loop:
-            self._arm_lazy()
-        else:
-            loop.call_soon_threadsafe(self._arm_lazy)
 
     def _arm_lazy(self) -> None:
         loop = self._loop
