@@ -17,6 +17,7 @@ import os
 import shlex
 import shutil
 import signal
+import subprocess
 import sys
 import time
 from collections.abc import Callable
@@ -145,15 +146,16 @@ class ServerProcess:
         read_fd, write_fd = os.pipe()
         with contextlib.suppress(OSError, AttributeError):
             fcntl.fcntl(write_fd, fcntl.F_SETPIPE_SZ, PIPE_BYTES)
+        prefix = term_with_parent_prefix()
         try:
             self._proc = await asyncio.create_subprocess_exec(
-                *self.argv,
+                *prefix, *self.argv,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=write_fd,
                 stderr=asyncio.subprocess.STDOUT,
                 env=env,
                 start_new_session=True,  # own group: one killpg reaches every rank; no terminal SIGINT
-                preexec_fn=_term_when_parent_dies,
+                preexec_fn=None if prefix or _LIBC is None else _term_when_parent_dies,
             )
         except OSError as exc:
             os.close(read_fd)
@@ -370,6 +372,26 @@ class ServerProcess:
 
 _PR_SET_PDEATHSIG = 1
 _LIBC = ctypes.CDLL(None, use_errno=True) if sys.platform.startswith("linux") else None
+
+
+@functools.cache
+def term_with_parent_prefix() -> tuple[str, ...]:
+    """``setpriv --pdeathsig TERM --`` where util-linux's setpriv has it, else ().
+
+    The parent-death signal is set in the child either way; setpriv does it after the
+    fork and then execs the server in place (same pid), so no Python runs in the child.
+    A preexec_fn makes subprocess fork() instead of vfork(): the fork copies the page
+    tables and afterwards every page the app writes takes a copy-on-write fault (~16,000
+    faults, 0.2 s of CPU over the demo's 8 launches; 0.3 s of a 1.2 s campaign).
+    """
+    if _LIBC is None or (setpriv := shutil.which("setpriv")) is None:
+        return ()
+    try:  # --pdeathsig came with util-linux 2.33 (2018); older ones reject it before --help
+        ok = subprocess.run([setpriv, "--pdeathsig", "TERM", "--help"], stdin=subprocess.DEVNULL,
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=5).returncode == 0
+    except (OSError, subprocess.SubprocessError):
+        ok = False
+    return (setpriv, "--pdeathsig", "TERM", "--") if ok else ()
 
 
 def _term_when_parent_dies() -> None:
