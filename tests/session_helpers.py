@@ -16,10 +16,7 @@ async def publish(pilot, bus, *events) -> None:
     target = app.store.applied + len(events)
     for event in events:
         bus.publish(event)
-    for _ in range(200):
-        if not len(app.events) and app.store.applied >= target:
-            break
-        await pilot.pause(0.01)
+    app.dashboard.apply_queued()  # what a frame takes first (dense kinds wait for it)
     assert app.store.applied == target
     app.dashboard.paint()
     await pilot.pause()
@@ -34,10 +31,7 @@ async def paint_in_slices(pilot, bus, events, step: int) -> None:
     for start in range(0, len(events), step):
         for event in events[start:start + step]:
             bus.publish(event)
-        for _ in range(100):
-            if not len(app.events):
-                break
-            await pilot.pause(0.01)
+        app.dashboard.apply_queued()
         for panel in app.dashboard.query(Panel):
             panel._painted_s = float("-inf")
         app.dashboard.paint()

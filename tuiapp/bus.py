@@ -40,14 +40,19 @@ class Subscription:
     """One sink's bounded queue. Iterate it with ``async for``, or drain it synchronously."""
 
     def __init__(self, bus: EventBus, maxlen: int, name: str, lazy_kinds: frozenset[str] = frozenset(),
-                 lazy_period_s: float = 1.0, lazy_offset_s: float = 0.1) -> None:
+                 lazy_period_s: float = 1.0, lazy_offset_s: float = 0.0) -> None:
         self.name = name
         # Events of these kinds do not wake the reader: they wait for the next event that
         # does, or at the latest for the next tick of lazy_period_s (+ lazy_offset_s) on the
-        # loop's clock, just after the samplers' and pollers' tick, whose events they mostly
-        # are. A sink that only counts them or prints them every few seconds (the headless
-        # printer, the recorder) then wakes about once a second, not once per sample burst.
+        # loop's clock. A sink that only counts them or prints them every few seconds (the
+        # headless printer, the recorder) then wakes about once a second, not once per sample
+        # burst; on the tick itself, in the wake-up the samplers' and pollers' timers share
+        # (what their requests bring comes a tick later: an offset after the tick cost a
+        # wake-up of its own every second).
         self._lazy_kinds = lazy_kinds
+        # Or the reader says when: given the loop's time, the loop time to deliver at (the
+        # dashboard: just before its next frame may paint, so they cost no wake of their own).
+        self.lazy_due_s: Callable[[float], float] | None = None
         self._lazy_period_s = lazy_period_s
         self._lazy_offset_s = lazy_offset_s
         self._lazy_armed = False
@@ -90,6 +95,9 @@ class Subscription:
     def _arm_lazy(self) -> None:
         loop = self._loop
         assert loop is not None
+        if self.lazy_due_s is not None:
+            loop.call_at(self.lazy_due_s(loop.time()), self._lazy_due)
+            return
         period, offset = self._lazy_period_s, self._lazy_offset_s
         loop.call_at(next_tick_s(loop.time() - offset, period) + offset, self._lazy_due)
 

@@ -8,6 +8,7 @@ fraction), accurate to ~1e-12, which is far finer than any tok/s difference need
 
 from __future__ import annotations
 
+import functools
 import math
 from collections.abc import Sequence
 
@@ -97,6 +98,7 @@ def t_cdf(t: float, dof: float) -> float:
     return 1.0 - tail if t >= 0 else tail
 
 
+@functools.lru_cache(maxsize=256)  # a few dofs (runs per trial - 1) asked for again and again
 def t_quantile(p: float, dof: float) -> float:
     """Inverse CDF of Student t (bisection on the CDF: slow-ish but exact and robust)."""
     if not 0.0 < p < 1.0:

@@ -20,6 +20,7 @@ from textual.screen import Screen
 from textual.worker import Worker
 
 from tuiapp.controls import SessionView
+from tuiapp.events import DENSE_KINDS
 from tuiapp.tui.screens.dashboard import TOGGLABLE, DashboardScreen
 from tuiapp.tui.screens.details import ConfirmScreen
 from tuiapp.tui.store import DashboardStore
@@ -61,8 +62,10 @@ class DashboardApp(App[int]):
         self.session = session
         self.store = DashboardStore()
         self.animation_level = "none"
-        # Subscribe before any source starts so no event is missed.
-        self.events = session.bus.subscribe("tui", maxlen=100_000)
+        # Subscribe before any source starts so no event is missed. Samples, log lines, server
+        # figures and requests are only painted by the next frame: they wait for it (the
+        # dashboard sets when) instead of waking the reader per burst.
+        self.events = session.bus.subscribe("tui", maxlen=100_000, lazy_kinds=DENSE_KINDS)
         file_themes = load_themes()
         self.file_themes = [t.name for t in file_themes]
         for file_theme in file_themes:

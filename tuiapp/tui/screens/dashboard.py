@@ -83,6 +83,8 @@ class DashboardScreen(Screen):
         self._alerts.focus()
         self._frame_due = False
         self._frame_s = float("-inf")  # monotonic time of the last frame
+        self._alerts_version = -1  # the store's alerts version last handed to the alert list
+        self.events.lazy_due_s = self._lazy_due_s
         self.consume_events()
         if self._timeline is not None:  # play/pause/speed move the timeline without an event
             self.set_interval(FRAME_S, self.want_frame)
@@ -97,9 +99,16 @@ class DashboardScreen(Screen):
             apply(event)
             for queued in self.events.drain():
                 apply(queued)
-            if versions["alerts"] != self._alerts.painted_version:
+            if versions["alerts"] != self._alerts_version:
+                self._alerts_version = versions["alerts"]
                 self._alerts.paint()  # a failure is shown as it arrives, not at the next frame
             self.want_frame()
+
+    def _lazy_due_s(self, now_s: float) -> float:
+        """When dense events (samples, log lines, requests) reach us: just before the next
+        frame may paint, so they are as fresh on screen as if each had woken us."""
+        # the loop's clock is time.monotonic(), as _frame_s is
+        return max(now_s, self._frame_s + FRAME_S - COALESCE_S)
 
     def want_frame(self) -> None:
         """Paint soon: at once after a quiet spell, else FRAME_S after the last frame."""
@@ -111,7 +120,14 @@ class DashboardScreen(Screen):
     def _frame(self) -> None:
         self._frame_due = False
         self._frame_s = time.monotonic()
+        self.apply_queued()
         self.paint()
+
+    def apply_queued(self) -> None:
+        """Take into the store what waits in the queue (dense events wait for the frame)."""
+        apply = self.store.apply
+        for event in self.events.drain():
+            apply(event)
 
     def paint(self, force: bool = False) -> None:
         """Repaint the panels whose data changed since the last paint."""
