@@ -20,3 +20,22 @@ def test_a_specific_alert_earlier_in_the_log_wins_over_a_generic_one():
                             alert_id=2))
     assert collector.first_alert().alert_kind == "oom"
     assert len(collector.alerts) == 2
+
+
+def test_pcie_counts_only_samples_whose_interval_lies_within_the_benchmark():
+    """A sample's rates average the time since that GPU's previous sample, at any cadence."""
+    from tuiapp.events import GpuSample
+
+    def sample(t_s: float, gb_s: float, index: int = 0) -> GpuSample:
+        return GpuSample(t_s=t_s, index=index, pcie_tx_bytes_s=gb_s * 1e9, pcie_rx_bytes_s=0.0)
+
+    collector = TrialCollector()
+    collector.observe(sample(99.0, 50.0))  # start-up: weights over PCIe
+    collector.benchmarking = True
+    collector.bench_started_s = 100.0
+    collector.observe(sample(100.5, 40.0))  # its interval (99.0-100.5) began before the benchmark
+    assert collector.pcie_avg_peak() == (None, None)
+    collector.observe(sample(101.5, 2.0))  # 1 s cadence: 100.5-101.5, all benchmark
+    collector.observe(sample(101.75, 4.0))  # 4 Hz: counts as well
+    collector.observe(sample(101.6, 9.0, index=1))  # GPU 1's first sample: no interval known
+    assert collector.pcie_avg_peak() == (3e9, 4e9)

@@ -16,9 +16,9 @@ _GENERIC = {"error", "crash"}
 
 
 class TrialCollector:
-    def __init__(self, gpu_interval_s: float = 1.0) -> None:
-        self.gpu_interval_s = gpu_interval_s
+    def __init__(self) -> None:
         self.bench_started_s: float | None = None
+        self._sample_t_s: dict[int, float] = {}  # GPU -> its latest sample's time
         # alert_id -> latest update (more ranks joined); id 0 (unset: NVML's Xid and lost-GPU
         # alerts) gets a fresh negative key, since each such alert is an incident of its own
         self.alerts: dict[int, Alert] = {}
@@ -61,10 +61,14 @@ class TrialCollector:
             if event.mem_used_bytes:  # 0 is a GPU we never saw in use, not a measurement
                 prev = self.peak_mem_bytes.get(event.index, 0)
                 self.peak_mem_bytes[event.index] = max(prev, event.mem_used_bytes)
-            # A sample averages the interval before it: one that began before the benchmark
-            # would mix in start-up traffic (weights loading over PCIe).
-            settled = (self.bench_started_s is not None
-                       and event.t_s >= self.bench_started_s + self.gpu_interval_s)
+            # A sample's rates average the interval since that GPU's previous sample: one whose
+            # interval began before the benchmark would mix in start-up traffic (weights loading
+            # over PCIe). Judged per sample, whatever the cadence (4 Hz during a simulated
+            # start-up, 1 Hz after).
+            prev_t_s = self._sample_t_s.get(event.index)
+            self._sample_t_s[event.index] = event.t_s
+            settled = (self.bench_started_s is not None and prev_t_s is not None
+                       and prev_t_s >= self.bench_started_s)
             if (self.benchmarking and settled and event.pcie_tx_bytes_s is not None
                     and event.pcie_rx_bytes_s is not None):
                 value = event.pcie_tx_bytes_s + event.pcie_rx_bytes_s

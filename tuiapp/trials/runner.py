@@ -171,7 +171,7 @@ class PlanRunner:
             row.status, row.first_error = "preflight", str(exc)
             state("failed", str(exc))
             return row
-        collector = TrialCollector(self._gpu_interval_s())
+        collector = TrialCollector()
 
         def observe(event: _Event) -> None:
             collector.observe(event)
@@ -326,8 +326,8 @@ class PlanRunner:
 
         def next_interval_s() -> float:
             # The compressed start-up and a short benchmark need the fast cadence; a trial
-            # that runs on gets the real 1 s (8 GPUs at 4 Hz were 32 samples a second
-            # through the bus for nothing new).
+            # that runs on gets the real 1 s (8 GPUs at 4 Hz were 32 samples a second through
+            # the bus for nothing new).
             if not server.ready:
                 return fast_s
             if not ready_at_s:
