@@ -78,6 +78,7 @@ class DashboardScreen(Screen):
         # Looked up once: a DOM query per panel was most of an idle paint's cost.
         self._panels = list(self.query("#header, #notes, #throughput, #acceptance, #latency, #gpus, LogTail"))
         self._alerts = self.query_one(AlertList)
+        self._acceptance = self.query_one(AcceptancePanel)
         self._ledger = self.query_one(LedgerTable)
         self._timeline = self.query_one(TimelineBar) if self.session.replay is not None else None
         self._alerts.focus()
@@ -135,14 +136,18 @@ class DashboardScreen(Screen):
             for panel in self._panels:
                 panel.paint(force)
             self._alerts.paint(force)
-            wanted = {"-has-trials": bool(self.store.trials), "-spec-off": self.store.speculating is False,
-                      "-finished": self.store.finished, "-cramped": self._cramped()}
+            wanted = {"-has-trials": bool(self.store.trials), "-cramped": self._cramped()}
             changed = [name for name, on in wanted.items() if self.has_class(name) != on]
             if changed:
-                # Each class change restyles the whole screen (~20 ms): one pass for them all.
+                # Each class change restyles the whole screen (~25 ms): one pass for them all.
                 for name in changed:
                     self.set_class(wanted[name], name, update=False)
                 self.update_node_styles()
+            # speculation comes and goes with the trials: a class of its panel, restyled alone
+            # (~2 ms), not of the screen
+            spec_off = self.store.speculating is False
+            if self._acceptance.has_class("-spec-off") != spec_off:
+                self._acceptance.set_class(spec_off, "-spec-off")
             ledger = self._ledger
             # At 80x24 a row of the ledger is worth more than its column titles.
             show_header = not (self.has_class("-short") and self.has_class("-narrow"))
