@@ -24,6 +24,20 @@ def test_same_segments_as_textual_s_filter():
         assert LeanTruecolor(MONOKAI).apply(segments, background) == ANSIToTruecolor(MONOKAI).apply(segments, background)
 
 
+def test_a_line_with_nothing_to_convert_comes_back_as_it_is():
+    """Nearly every line of the dashboard (truecolor styles, no dim): no copy is made of it;
+    one that needs converting still equals what Textual's filter gives."""
+    plain = [Segment(f"s{i}", Style(color="#102030", bgcolor="#ffffff", meta={"offset": (i, 0)})) for i in range(5)]
+    plain.append(Segment(" ", None))
+    background = Color(10, 20, 30)
+    assert LeanTruecolor(MONOKAI).apply(plain, background) is plain
+    for tail in (Segment("x", Style(color="red")), Segment("y", Style(color="#102030", dim=True)),
+                 Segment("z", Style(bgcolor="blue"))):
+        mixed = [*plain, tail, *plain]
+        out = LeanTruecolor(MONOKAI).apply(mixed, background)
+        assert out is not mixed and out == ANSIToTruecolor(MONOKAI).apply(mixed, background)
+
+
 async def test_the_app_keeps_the_lean_filter_after_a_theme_change():
     app = DashboardApp(Session(title="filters", sources=[idle]))
     async with app.run_test(size=(80, 24)) as pilot:

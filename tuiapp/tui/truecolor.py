@@ -4,7 +4,8 @@ Textual runs every new strip through ANSIToTruecolor (when the theme is not an A
 which looks each segment's style up in an LRU cache of 1024. Our styles carry the cell's
 offset (text selection reads it), so a screen holds thousands of distinct ones: the cache
 misses nearly always (11 us a strip in the demo). A style with truecolor colours and no dim
-comes back unchanged from that method anyway; only the others are handed to it.
+comes back unchanged from that method anyway; only the others are handed to it, and a line
+with none of them comes back as it is (~8 us instead of ~14 for 20 segments).
 """
 
 from __future__ import annotations
@@ -16,10 +17,20 @@ from textual.filter import ANSIToTruecolor
 
 class LeanTruecolor(ANSIToTruecolor):
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
+        for index, (_text, style, control) in enumerate(segments):  # noqa: B007 - read after the loop
+            if control is not None:
+                break
+            if style is not None:
+                color, bgcolor = style.color, style.bgcolor
+                if ((color is not None and (color.triplet is None or style.dim))
+                        or (bgcolor is not None and bgcolor.triplet is None)):
+                    break
+        else:
+            return segments  # nearly every line: nothing to convert, no copy of it made
         truecolor_style = self.truecolor_style
         background_rich_color = None
-        out = []
-        for text, style, _control in segments:
+        out = segments[:index]
+        for text, style, _control in segments[index:]:
             if style is not None:
                 color, bgcolor = style.color, style.bgcolor
                 if ((color is not None and (color.triplet is None or style.dim))
