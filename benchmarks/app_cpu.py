@@ -149,6 +149,23 @@ trials' start-ups). What changed:
 TUI: the ledger as a cursor panel (the DataTable re-rendered every row each frame), the GPU
 table and log tail building less per frame, and partial updates that render only the rows
 they send and skip containers their children cover (tuiapp/tui/banded_update.py).
+
+Round 6, against 1137a6c again (one run per line; the box was slower: the same baseline
+measured 1.25-1.39% headless, 1.09-1.33% in round 5):
+
+    --skip-attach --demo-sizes "" --repeat 3
+    demo headless   before 1.25 1.30 1.39 -> after 0.95 1.05 1.03   (medians 1.30 -> 1.03, ratio 0.79)
+    --skip-attach --skip-headless --demo-sizes 160x48 --repeat 2
+    demo TUI 160x48 before 3.95 3.65 -> after 2.78 2.88   (medians 3.80 -> 2.83, ratio 0.75)
+    --skip-demo --sizes 160x48 --seconds 30 --warmup 10
+    attach c=1 TUI 160x48 1.53 -> 1.37 (0.89); attach c=1 headless 0.53 -> 0.33 (0.63)
+
+What changed: the server launched through setpriv --pdeathsig (a preexec_fn made subprocess
+fork() instead of vfork(): 26,000 -> 9,300 minor faults over the headless campaign); the
+dashboard takes dense events just before its next frame instead of per burst, and speculation
+on/off restyles its panel, not the screen; the lazy sinks' tick on the samplers' tick; the lean
+transport's read timeout without wait_for's task; streams read every 1 s; --sim GPUs at 4 Hz
+until 3 s after ready (was 5), with the collector judging each sample by its own interval.
 """
 
 from __future__ import annotations
