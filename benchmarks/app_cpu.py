@@ -155,6 +155,7 @@ measured 1.25-1.39% headless, 1.09-1.33% in round 5):
 
     --skip-attach --demo-sizes "" --repeat 3
     demo headless   before 1.25 1.30 1.39 -> after 0.95 1.05 1.03   (medians 1.30 -> 1.03, ratio 0.79)
+    (--repeat 2, a second run)  before 1.55 1.34 -> after 0.96 1.02   (medians 1.44 -> 0.99, ratio 0.69)
     --skip-attach --skip-headless --demo-sizes 160x48 --repeat 2
     demo TUI 160x48 before 3.95 3.65 -> after 2.78 2.88   (medians 3.80 -> 2.83, ratio 0.75)
     --skip-demo --sizes 160x48 --seconds 30 --warmup 10
