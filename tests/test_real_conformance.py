@@ -203,6 +203,14 @@ def test_refusals_same_reason(pair):
     assert (sim.status_code, sim.json()) == (real.status_code, real.json())
 
 
+def _messages(log: str) -> list[str]:
+    """The messages of a log's dated lines. A line may follow a progress bar's last frame on
+    the same line (tqdm's closing newline and the log line race on a busy box): a message
+    starts at the line's first date prefix."""
+    return [m.group(1) for line in log.splitlines()
+            if (m := re.search(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] (.*)", line))]
+
+
 def _fields(message: str) -> list[str]:
     return [part.partition(": ")[0] for part in message.split(", ")[1:]]
 
@@ -221,7 +229,7 @@ def test_log_grammar_then_sigterm_shutdown(pair):
     logs = {"sim": sim.stderr + sim.stdout, "real": real.log}
     for name, text in logs.items():
         lines = text.splitlines()
-        msgs = [line.split("] ", 1)[1] for line in lines if re.match(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ", line)]
+        msgs = _messages(text)
         assert all(parse_sglang_prefix(line) is not None for line in lines if re.match(r"\[\d{4}-", line)), name
         # startup
         for pattern in (r"server_args=\{'model_path': ", r"Load weight begin\. avail mem=[\d.]+ GB",
@@ -239,7 +247,7 @@ def test_log_grammar_then_sigterm_shutdown(pair):
         assert ready_at > next(i for i, m in enumerate(msgs) if m.startswith("INFO:     Uvicorn running")), name
     grammar = {}
     for name, text in logs.items():
-        msgs = [line.split("] ", 1)[1] for line in text.splitlines() if re.match(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\] ", line)]
+        msgs = _messages(text)
         batch = {}
         for kind in ("Prefill batch", "Decode batch"):
             lines = [m for m in msgs if m.startswith(kind + ", ")]
