@@ -326,8 +326,8 @@ class PlanRunner:
 
         def next_interval_s() -> float:
             # The compressed start-up and a short benchmark need the fast cadence; a trial
-            # that runs on gets the real 1 s (8 GPUs at 4 Hz were 32 samples a second through
-            # the bus for nothing new).
+            # that runs on gets the real 1 s (8 GPUs at 4 Hz were 32 samples a second
+            # through the bus for nothing new).
             if not server.ready:
                 return fast_s
             if not ready_at_s:

@@ -11,33 +11,35 @@ with none of them comes back as it is (~8 us instead of ~14 for 20 segments).
 from __future__ import annotations
 
 from rich.segment import Segment
+from rich.style import Style
 from textual.color import Color
 from textual.filter import ANSIToTruecolor
+
+
+def _converts(style: Style | None) -> bool:
+    """Whether Textual's filter would change this style (an ANSI colour, or dim)."""
+    if style is None:
+        return False
+    color, bgcolor = style.color, style.bgcolor
+    return ((color is not None and (color.triplet is None or style.dim))
+            or (bgcolor is not None and bgcolor.triplet is None))
 
 
 class LeanTruecolor(ANSIToTruecolor):
     def apply(self, segments: list[Segment], background: Color) -> list[Segment]:
         for index, (_text, style, control) in enumerate(segments):  # noqa: B007 - read after the loop
-            if control is not None:
+            if control is not None or _converts(style):
                 break
-            if style is not None:
-                color, bgcolor = style.color, style.bgcolor
-                if ((color is not None and (color.triplet is None or style.dim))
-                        or (bgcolor is not None and bgcolor.triplet is None)):
-                    break
         else:
             return segments  # nearly every line: nothing to convert, no copy of it made
         truecolor_style = self.truecolor_style
         background_rich_color = None
         out = segments[:index]
         for text, style, _control in segments[index:]:
-            if style is not None:
-                color, bgcolor = style.color, style.bgcolor
-                if ((color is not None and (color.triplet is None or style.dim))
-                        or (bgcolor is not None and bgcolor.triplet is None)):
-                    if background_rich_color is None:
-                        background_rich_color = background.rich_color
-                    style = truecolor_style(style, background_rich_color)
+            if _converts(style):
+                if background_rich_color is None:
+                    background_rich_color = background.rich_color
+                style = truecolor_style(style, background_rich_color)
             out.append(Segment(text, style, None))
         return out
 

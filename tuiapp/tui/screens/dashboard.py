@@ -94,12 +94,10 @@ class DashboardScreen(Screen):
 
     @work(exclusive=True, group="bus")
     async def consume_events(self) -> None:
-        apply = self.store.apply
         versions = self.store.versions
         while (event := await self.events.get()) is not None:
-            apply(event)
-            for queued in self.events.drain():
-                apply(queued)
+            self.store.apply(event)
+            self.apply_queued()
             if versions["alerts"] != self._alerts_version:
                 self._alerts_version = versions["alerts"]
                 self._alerts.paint()  # a failure is shown as it arrives, not at the next frame
