@@ -130,3 +130,41 @@ async def test_a_big_read_comes_in_pieces_of_about_16_kib():
     assert max(n for n, _ in pieces) < 16 * 1024 + len(chunk)
     assert len(pieces) >= 61 * len(chunk) // (16 * 1024 + len(chunk))
     assert pieces[-1][1] and not all(d for _, d in pieces)  # only a read's last piece says so
+
+
+async def test_default_spacing_reads_on_the_clock_grid():
+    """The transport's own spacing reads at multiples of stream_wake_s on the loop's clock,
+    where the samplers' and the log relay's ticks wake the loop anyway; a consumer's aimed
+    spacing is not moved to the grid."""
+    wake_s, gap_s, n = 0.2, 0.02, 40  # 0.8 s of chunks: three or four spaced reads
+    loop = asyncio.get_running_loop()
+
+    async def handle(reader, writer):
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n")
+        for i in range(n):
+            body = b"data: %d\n\n" % i
+            writer.write(b"%x\r\n%s\r\n" % (len(body), body))
+            await writer.drain()
+            await asyncio.sleep(gap_s)
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    read_at: list[float] = []
+    async with httpx.AsyncClient(transport=LeanTransport(stream_wake_s=wake_s)) as client:
+        async with client.stream("POST", url + "/generate", content=b"{}") as resp:
+            done = resp.extensions["read_done"]
+            async for _raw in resp.aiter_raw():
+                if done():
+                    read_at.append(loop.time())
+    server.close()
+    # the first read comes at once, and so does the next (the spacing starts after it); the
+    # last comes with the body's end
+    spaced = read_at[2:-1]
+    assert len(spaced) >= 2
+    # each at (just after) a tick of the grid: the loop runs a timer at its time or a bit later
+    late_s = [t - (t // wake_s) * wake_s for t in spaced]
+    assert all(late < 0.05 for late in late_s), late_s

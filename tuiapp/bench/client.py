@@ -17,6 +17,7 @@ Definitions (per request; N = the server's completion token count):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import time
 from collections.abc import Callable
@@ -317,23 +318,26 @@ async def _sse_data(resp: httpx.Response, on_piece: Callable[[float], None] | No
     # the lean transport stamps its reads (it wakes us less often than data comes in)
     arrived = resp.extensions.get("arrived_s", perf)
     read_done = resp.extensions.get("read_done", lambda: True)
-    async for raw in resp.aiter_raw():
-        now = arrived()
-        buf = buf + raw if buf else raw
-        start = 0
-        while True:
-            end = buf.find(b"\n", start)
-            if end < 0:
-                break
-            line = buf[start:end]
-            start = end + 1
-            if line[:5] == b"data:":
-                data = line[5:].strip()
-                if data:  # an empty data line is a keep-alive, not an event
-                    yield now, data
-        buf = buf[start:]
-        if on_piece is not None and read_done():
-            on_piece(now)
+    own_pieces = resp.extensions.get("raw_pieces")  # the lean transport's: closed with us
+    pieces = own_pieces() if own_pieces is not None else resp.aiter_raw()
+    async with contextlib.aclosing(pieces):
+        async for raw in pieces:
+            now = arrived()
+            buf = buf + raw if buf else raw
+            start = 0
+            while True:
+                end = buf.find(b"\n", start)
+                if end < 0:
+                    break
+                line = buf[start:end]
+                start = end + 1
+                if line[:5] == b"data:":
+                    data = line[5:].strip()
+                    if data:  # an empty data line is a keep-alive, not an event
+                        yield now, data
+            buf = buf[start:]
+            if on_piece is not None and read_done():
+                on_piece(now)
     if buf[:5] == b"data:" and buf[5:].strip():
         yield perf(), buf[5:].strip()
 
@@ -344,30 +348,31 @@ async def _read_generate(resp: httpx.Response, res: RequestResult, progress: _Pr
     last_tokens = 0
     last_chunk_s = 0.0
     done = False
-    async for now, data in _sse_data(resp, spacing.piece):
-        progress.last_s = now
-        if data == b"[DONE]":
-            done = True
-            break
-        pos = data.rfind(_CT_KEY)
-        if pos < 0:
-            _generate_odd_chunk(data, res)
-            return
-        m = _INT.match(data, pos + len(_CT_KEY))
-        tokens = int(m.group(1)) if m else last_tokens
-        last_payload = data
-        if tokens > last_tokens:
-            if res.ttft_s is None:
-                res.ttft_s = now - t0
-                res.first_chunk_tokens = tokens
-                progress.started = True
-                spacing.first_tokens, spacing.first_s = tokens, now
-            else:
-                res.gap_sum_s += now - last_chunk_s
-            res.chunks += 1
-            last_chunk_s = now
-            last_tokens = tokens
-            spacing.tokens = tokens
+    async with contextlib.aclosing(_sse_data(resp, spacing.piece)) as events:
+        async for now, data in events:
+            progress.last_s = now
+            if data == b"[DONE]":
+                done = True
+                break
+            pos = data.rfind(_CT_KEY)
+            if pos < 0:
+                _generate_odd_chunk(data, res)
+                return
+            m = _INT.match(data, pos + len(_CT_KEY))
+            tokens = int(m.group(1)) if m else last_tokens
+            last_payload = data
+            if tokens > last_tokens:
+                if res.ttft_s is None:
+                    res.ttft_s = now - t0
+                    res.first_chunk_tokens = tokens
+                    progress.started = True
+                    spacing.first_tokens, spacing.first_s = tokens, now
+                else:
+                    res.gap_sum_s += now - last_chunk_s
+                res.chunks += 1
+                last_chunk_s = now
+                last_tokens = tokens
+                spacing.tokens = tokens
     if last_payload is None:
         res.error = "stream ended without output"
         return
@@ -438,50 +443,51 @@ async def _read_openai(resp: httpx.Response, res: RequestResult, progress: _Prog
                        spacing: _Spacing) -> None:
     last_chunk_s = 0.0
     loads = orjson.loads
-    async for now, data in _sse_data(resp, spacing.piece):
-        progress.last_s = now
-        if data == b"[DONE]":
-            break
-        try:
-            obj = loads(data)
-        except orjson.JSONDecodeError:
-            res.error = f"malformed chunk: {data[:80].decode('utf-8', 'replace')}"
-            return
-        if not isinstance(obj, dict):
-            res.error = "malformed chunk: not an object"
-            return
-        if "error" in obj:
-            err = obj["error"]
-            msg = err.get("message", err) if isinstance(err, dict) else err
-            res.error = f"server error: {str(msg)[:200]}"
-            return
-        choices = obj.get("choices")
-        if choices:
-            choice = choices[0]
-            delta = choice.get("delta")
-            text = (delta.get("content") or delta.get("reasoning_content")) if delta else choice.get("text")
-            if text:
-                if res.ttft_s is None:
-                    res.ttft_s = now - t0
-                    progress.started = True
-                    spacing.first_tokens, spacing.first_s = 1, now
-                else:
-                    res.gap_sum_s += now - last_chunk_s
-                res.chunks += 1
-                last_chunk_s = now
-                spacing.tokens = res.chunks  # a chunk counted as a token (usage comes at the end, if at all)
-            finish = choice.get("finish_reason")
-            if finish:
-                res.finish_reason = str(finish)
-                if choice.get("matched_stop") == NAN_MATCH:
-                    res.numerical_fault = True
-        usage = obj.get("usage")
-        if isinstance(usage, dict):
-            res.completion_tokens = _int(usage.get("completion_tokens"))
-            res.prompt_tokens = _int(usage.get("prompt_tokens"))
-        ext = obj.get("sglext")
-        if isinstance(ext, dict):
-            _apply_spec_details(ext.get("spec_tokens_details"), res)
+    async with contextlib.aclosing(_sse_data(resp, spacing.piece)) as events:
+        async for now, data in events:
+            progress.last_s = now
+            if data == b"[DONE]":
+                break
+            try:
+                obj = loads(data)
+            except orjson.JSONDecodeError:
+                res.error = f"malformed chunk: {data[:80].decode('utf-8', 'replace')}"
+                return
+            if not isinstance(obj, dict):
+                res.error = "malformed chunk: not an object"
+                return
+            if "error" in obj:
+                err = obj["error"]
+                msg = err.get("message", err) if isinstance(err, dict) else err
+                res.error = f"server error: {str(msg)[:200]}"
+                return
+            choices = obj.get("choices")
+            if choices:
+                choice = choices[0]
+                delta = choice.get("delta")
+                text = (delta.get("content") or delta.get("reasoning_content")) if delta else choice.get("text")
+                if text:
+                    if res.ttft_s is None:
+                        res.ttft_s = now - t0
+                        progress.started = True
+                        spacing.first_tokens, spacing.first_s = 1, now
+                    else:
+                        res.gap_sum_s += now - last_chunk_s
+                    res.chunks += 1
+                    last_chunk_s = now
+                    spacing.tokens = res.chunks  # a chunk counted as a token (usage comes at the end, if at all)
+                finish = choice.get("finish_reason")
+                if finish:
+                    res.finish_reason = str(finish)
+                    if choice.get("matched_stop") == NAN_MATCH:
+                        res.numerical_fault = True
+            usage = obj.get("usage")
+            if isinstance(usage, dict):
+                res.completion_tokens = _int(usage.get("completion_tokens"))
+                res.prompt_tokens = _int(usage.get("prompt_tokens"))
+            ext = obj.get("sglext")
+            if isinstance(ext, dict):
+                _apply_spec_details(ext.get("spec_tokens_details"), res)
     res.e2e_s = last_chunk_s - t0 if res.chunks else None
     if res.accept_length is None and res.spec_verify_ct and res.completion_tokens:
         # sglext came before the usage chunk, without accept_length (older servers)

@@ -25,6 +25,7 @@ expects, so the end is seen at once and the next request is not held back.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import errno
 import socket
 import struct
@@ -33,6 +34,8 @@ import time
 from collections.abc import AsyncIterator
 
 import httpx
+
+from tuiapp.common.ticks import next_tick_s
 
 _MAX_HEAD_BYTES = 64 * 1024
 # Nothing is shown of a stream before it ends (its times come from the stamps), and the
@@ -99,6 +102,7 @@ class _Conn:
         self.closed = False
         self.arrived_s = 0.0  # perf_counter when the newest byte read so far came in
         self.defer_s = 0.0  # > 0 while a body streams: read at most this often
+        self.on_grid = False  # spaced reads fall on the shared clock grid (common/ticks.py)
         self._waiter: asyncio.Future[None] | None = None
         self._timer: asyncio.TimerHandle | None = None
         self._selecting = False
@@ -118,11 +122,15 @@ class _Conn:
             self.loop.remove_reader(self.fd)
             self._selecting = False
 
-    def set_defer(self, defer_s: float) -> None:
+    def set_defer(self, defer_s: float, *, on_grid: bool = False) -> None:
         """Space reads by ``defer_s`` (0: read every byte at once). A pending read further
-        out than ``defer_s`` from now is brought forward."""
+        out than ``defer_s`` from now is brought forward. ``on_grid``: each spaced read at the
+        next multiple of ``defer_s`` on the loop's clock, where the samplers' and the log
+        relay's ticks wake the loop anyway (a stream's own phase cost a wake-up of its own
+        every second), rather than ``defer_s`` after the previous read."""
         defer_s = defer_s if self.stamps else 0.0
         timer = self._timer
+        self.on_grid = on_grid
         if not defer_s:
             self.defer_s = 0.0
             if timer is not None:
@@ -133,7 +141,12 @@ class _Conn:
         self.defer_s = defer_s
         if timer is not None and timer.when() > self.loop.time() + defer_s:
             timer.cancel()
-            self._timer = self.loop.call_later(defer_s, self._on_timer)
+            self._timer = self._arm()
+
+    def _arm(self) -> asyncio.TimerHandle:
+        if self.on_grid:
+            return self.loop.call_at(next_tick_s(self.loop.time(), self.defer_s), self._on_timer)
+        return self.loop.call_later(self.defer_s, self._on_timer)
 
     def _recv(self) -> bool:
         """Take what the socket holds into ``buf``; False when it held nothing."""
@@ -188,7 +201,7 @@ class _Conn:
         if self.defer_s and not self.buf.endswith(_LAST_CHUNK):
             self._unselect()
             if self._timer is None:
-                self._timer = self.loop.call_later(self.defer_s, self._on_timer)
+                self._timer = self._arm()
         else:
             self._select()
         self._wake()
@@ -274,25 +287,32 @@ class _Body(httpx.AsyncByteStream):
         self._wake_s: float | None = None  # the consumer's choice (stream_wake); None: the transport's
         self._spaced = False  # the first piece has gone: reads may be spaced
         self.read_done = True  # the piece just yielded is the last of its read
+        self._last_out = False  # the piece just yielded ended the body (its end was read)
+        self._released = False  # the connection went back to the pool
 
     def wake(self, wake_s: float | None) -> None:
         """Read this stream at most every ``wake_s`` (0: at once; None: the transport's default)."""
         self._wake_s = wake_s
         if self._spaced:
-            self._conn.set_defer(self._t.stream_wake_s if wake_s is None else wake_s)
+            # the transport's own spacing sits on the clock grid; a consumer's is aimed (at an end)
+            self._conn.set_defer(self._t.stream_wake_s if wake_s is None else wake_s, on_grid=wake_s is None)
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         conn = self._conn
         if self._chunked:
             try:
-                async for piece in self._dechunk(conn):
-                    yield piece
-                    if not self._spaced:  # the first piece went at once; from here on reads are spaced
-                        self._spaced = True
-                        self.wake(self._wake_s)
+                # closed with this one (a reader that stops early closes us): an async generator
+                # left suspended is closed by the loop later, through a task and a self-pipe wake
+                async with contextlib.aclosing(self._dechunk(conn)) as pieces:
+                    async for piece in pieces:
+                        yield piece
+                        if not self._spaced:  # the first piece went at once; from here on reads are spaced
+                            self._spaced = True
+                            self.wake(self._wake_s)
             finally:
                 self._spaced = False
-                conn.set_defer(0.0)
+                if not self._released:
+                    conn.set_defer(0.0)
         elif self._length is not None:
             left = self._length
             while left > 0:
@@ -357,6 +377,8 @@ class _Body(httpx.AsyncByteStream):
                 group_bytes += len(chunk)
                 if group_bytes >= _PIECE_BYTES or i == len(out) - 1:
                     self.read_done = i == len(out) - 1
+                    # a reader that stops at the last piece (SSE's [DONE]) leaves a whole body
+                    self._last_out = done and self.read_done
                     yield group[0] if len(group) == 1 else b"".join(group)
                     group, group_bytes = [], 0
             self.read_done = True
@@ -366,7 +388,19 @@ class _Body(httpx.AsyncByteStream):
 
     async def aclose(self) -> None:
         conn = self._conn
+        if not self._complete and self._chunked and not conn.closed:
+            # The reader stopped at the body's last data (SSE's [DONE]): the body is whole when
+            # its end came in the same read, or has come since (a server writes the two apart).
+            # Then the connection is kept: a new one per request costs a connect's wake-up.
+            if not self._last_out and not conn.buf:
+                conn._recv()
+            if self._last_out and not conn.buf:
+                self._complete = True
+            elif conn.buf == _LAST_CHUNK:
+                conn.buf.clear()
+                self._complete = True
         if self._complete and self._keep and not conn.closed and not conn.buf:
+            self._released = True  # ours no more: a late close of our iterator must not touch it
             self._t._release(self._key, conn)
         else:
             conn.close()
@@ -494,8 +528,12 @@ class LeanTransport(httpx.AsyncBaseTransport):
             # arrived_s(): perf_counter when the newest byte read so far came in (the module doc);
             # stream_wake(s): how often to read this body (see _Body.wake)
             # read_done(): whether the piece just yielded was the last of its read
+            # raw_pieces(): the body's own iterator of what aiter_raw() yields, for a reader
+            # that may stop early and closes it (httpx's wrapping generators cannot be closed
+            # from outside: each one left suspended costs the loop a task and a wake-up)
             extensions={"http_version": b"HTTP/1.1", "arrived_s": lambda: conn.arrived_s,
-                        "stream_wake": body.wake, "read_done": lambda: body.read_done},
+                        "stream_wake": body.wake, "read_done": lambda: body.read_done,
+                        "raw_pieces": body.__aiter__},
         )
 
     async def aclose(self) -> None:

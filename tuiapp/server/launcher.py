@@ -257,7 +257,7 @@ class ServerProcess:
                         return
                 except httpx.HTTPError:
                     pass
-                await asyncio.sleep(HEALTH_POLL_S)
+                await asyncio.sleep(until_tick_s(HEALTH_POLL_S))  # on the grid: the samplers' wake-ups
 
     def _mark_ready(self, how: str) -> None:
         if self._state != "starting":

@@ -1,0 +1,91 @@
+"""A benchmark stream that stops at [DONE]: its connection is kept for the next request, and
+nothing is left for the event loop to close (each async generator left suspended costs the
+loop a task and a self-pipe wake-up)."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+
+import orjson
+import pytest
+
+from tuiapp.bench.client import make_client, stream_request
+from tuiapp.bench.settings import Timeouts
+
+N_TOKENS = 5
+
+
+def _chunk(payload: bytes) -> bytes:
+    return b"%x\r\n%s\r\n" % (len(payload), payload)
+
+
+async def _serve(end_gap_s: float | None):
+    """SGLang's /generate: N_TOKENS chunks, [DONE], then the body's end ``end_gap_s`` later
+    (None: in the same write as [DONE]; uvicorn writes them apart)."""
+    seen = {"conns": 0, "requests": 0}
+
+    async def handle(reader, writer):
+        seen["conns"] += 1
+        try:
+            while True:
+                head = await reader.readuntil(b"\r\n\r\n")
+                length = [int(ln.split(b":")[1]) for ln in head.split(b"\r\n")
+                          if ln.lower().startswith(b"content-length")]
+                await reader.readexactly(length[0] if length else 0)
+                seen["requests"] += 1
+                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
+                             b"transfer-encoding: chunked\r\n\r\n")
+                for i in range(1, N_TOKENS + 1):
+                    meta = {"completion_tokens": i, "prompt_tokens": 3,
+                            "finish_reason": {"type": "length", "length": N_TOKENS} if i == N_TOKENS else None}
+                    writer.write(_chunk(b"data: " + orjson.dumps({"text": "x" * i, "meta_info": meta}) + b"\n\n"))
+                    await writer.drain()
+                    await asyncio.sleep(0.002)
+                done = _chunk(b"data: [DONE]\n\n")
+                if end_gap_s is None:
+                    writer.write(done + b"0\r\n\r\n")
+                else:
+                    writer.write(done)
+                    await writer.drain()
+                    await asyncio.sleep(end_gap_s)
+                    writer.write(b"0\r\n\r\n")
+                await writer.drain()
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", seen
+
+
+@pytest.mark.parametrize("end_gap_s", [None, 0.0, 0.005])
+async def test_stream_stopped_at_done_keeps_its_connection(end_gap_s):
+    server, url, seen = await _serve(end_gap_s)
+    finalized: list[object] = []
+    hooks = sys.get_asyncgen_hooks()
+
+    def count(agen) -> None:  # what the loop would close for us, later
+        finalized.append(agen)
+        hooks.finalizer(agen)
+
+    sys.set_asyncgen_hooks(firstiter=hooks.firstiter, finalizer=count)
+    try:
+        async with make_client(Timeouts(), api_key=None, concurrency=1) as client:
+            for _ in range(3):
+                res = await stream_request(client, url + "/generate", "generate", b"{}", Timeouts(),
+                                           expect_tokens=N_TOKENS)
+                assert res.ok, res.error
+                assert res.completion_tokens == N_TOKENS and res.chunks == N_TOKENS
+                if end_gap_s:
+                    await asyncio.sleep(end_gap_s * 2)  # the body's end is in before the next request
+    finally:
+        sys.set_asyncgen_hooks(*hooks)
+    server.close()
+    assert seen["requests"] == 3
+    # one connection for all three where each body's end was in when the reader stopped (with
+    # [DONE], or just after it, as uvicorn writes it); a body whose end comes later than
+    # that is not waited for: its connection is closed and the next request opens one
+    assert seen["conns"] == (1 if end_gap_s is None or end_gap_s == 0.0 else 3)
+    # every generator of the read was closed by the reader, none left to the loop
+    assert [getattr(a, "__qualname__", a) for a in finalized] == []
