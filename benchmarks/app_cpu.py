@@ -167,6 +167,20 @@ dashboard takes dense events just before its next frame instead of per burst, an
 on/off restyles its panel, not the screen; the lazy sinks' tick on the samplers' tick; the lean
 transport's read timeout without wait_for's task; streams read every 1 s; --sim GPUs at 4 Hz
 until 3 s after ready (was 5), with the collector judging each sample by its own interval.
+
+Round 7, against 821e347 (round 6), on a quieter day (that baseline measured 0.86-0.93% headless):
+
+    --skip-attach --demo-sizes "" --repeat 3
+    demo headless   before 0.92 0.92 0.93 -> after 0.86 0.94 0.95   (medians 0.92 -> 0.94, ratio 1.02)
+    --skip-attach --skip-headless --demo-sizes 160x48 --repeat 2
+    demo TUI 160x48 before 2.79 2.49 -> after 2.58 2.38   (medians 2.64 -> 2.48, ratio 0.94; simulator 0.96)
+    --skip-demo --sizes 160x48 --seconds 30 --warmup 10
+    attach c=1 TUI 160x48 1.27 -> 1.13 (0.89); attach c=1 headless 0.33 -> 0.30 (0.90)
+
+What changed: the lean transport's spaced stream reads on the shared clock grid (each stream
+had its own 1 s phase: a wake-up a second per stream); the benchmark closes its SSE reader
+at [DONE] (five async generators a request were left for the loop to close) and keeps the
+connection of a body whose end came with [DONE]; the health poll on the 0.5 s grid.
 """
 
 from __future__ import annotations

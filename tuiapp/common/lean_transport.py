@@ -12,8 +12,10 @@ Spaced reads. On this kind of machine (a VM) every wake-up of the process costs 
 CPU whatever it does: one 90 tok/s stream read chunk by chunk was 1.6% of a core on its
 own. So once a chunked (streaming) body has delivered its first piece, the socket is read
 at most every ``STREAM_WAKE_S`` (1 s): the connection leaves the selector and reads what
-the kernel buffered meanwhile on a timer; when a read finds nothing it goes back to the
-selector, so a stream that pauses is picked up by its next byte. Arrival times stay exact:
+the kernel buffered meanwhile on a timer, at the next whole multiple of the spacing on the
+loop's clock (the grid the samplers and the log relay tick on: one wake-up a second for all
+of them and every stream); when a read finds nothing it goes back to the selector, so a
+stream that pauses is picked up by its next byte. Arrival times stay exact:
 the kernel stamps each segment as it arrives (``SO_TIMESTAMPNS``), a read reports the
 newest stamp of what it took, and the response's ``arrived_s`` extension returns it on
 the ``perf_counter`` clock. Where the kernel gives no stamps reads are never spaced.
