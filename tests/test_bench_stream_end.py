@@ -9,6 +9,7 @@ import sys
 
 import orjson
 import pytest
+from test_bench_transport import serve
 
 from tuiapp.bench.client import make_client, stream_request
 from tuiapp.bench.settings import Timeouts
@@ -20,48 +21,23 @@ def _chunk(payload: bytes) -> bytes:
     return b"%x\r\n%s\r\n" % (len(payload), payload)
 
 
-async def _serve(end_gap_s: float | None):
+def _response(end_gap_s: float | None) -> list:
     """SGLang's /generate: N_TOKENS chunks, [DONE], then the body's end ``end_gap_s`` later
     (None: in the same write as [DONE]; uvicorn writes them apart)."""
-    seen = {"conns": 0, "requests": 0}
-
-    async def handle(reader, writer):
-        seen["conns"] += 1
-        try:
-            while True:
-                head = await reader.readuntil(b"\r\n\r\n")
-                length = [int(ln.split(b":")[1]) for ln in head.split(b"\r\n")
-                          if ln.lower().startswith(b"content-length")]
-                await reader.readexactly(length[0] if length else 0)
-                seen["requests"] += 1
-                writer.write(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n"
-                             b"transfer-encoding: chunked\r\n\r\n")
-                for i in range(1, N_TOKENS + 1):
-                    meta = {"completion_tokens": i, "prompt_tokens": 3,
-                            "finish_reason": {"type": "length", "length": N_TOKENS} if i == N_TOKENS else None}
-                    writer.write(_chunk(b"data: " + orjson.dumps({"text": "x" * i, "meta_info": meta}) + b"\n\n"))
-                    await writer.drain()
-                    await asyncio.sleep(0.002)
-                done = _chunk(b"data: [DONE]\n\n")
-                if end_gap_s is None:
-                    writer.write(done + b"0\r\n\r\n")
-                else:
-                    writer.write(done)
-                    await writer.drain()
-                    await asyncio.sleep(end_gap_s)
-                    writer.write(b"0\r\n\r\n")
-                await writer.drain()
-        except (asyncio.IncompleteReadError, ConnectionError):
-            pass
-        writer.close()
-
-    server = await asyncio.start_server(handle, "127.0.0.1", 0)
-    return server, f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}", seen
+    parts: list = [b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"]
+    for i in range(1, N_TOKENS + 1):
+        meta = {"completion_tokens": i, "prompt_tokens": 3,
+                "finish_reason": {"type": "length", "length": N_TOKENS} if i == N_TOKENS else None}
+        parts += [_chunk(b"data: " + orjson.dumps({"text": "x" * i, "meta_info": meta}) + b"\n\n"), 0.002]
+    done = _chunk(b"data: [DONE]\n\n")
+    if end_gap_s is None:
+        return [*parts, done + b"0\r\n\r\n"]
+    return [*parts, done, end_gap_s, b"0\r\n\r\n"]
 
 
 @pytest.mark.parametrize("end_gap_s", [None, 0.0, 0.005])
 async def test_stream_stopped_at_done_keeps_its_connection(end_gap_s):
-    server, url, seen = await _serve(end_gap_s)
+    server, url, seen = await serve([_response(end_gap_s)] * 3)
     finalized: list[object] = []
     hooks = sys.get_asyncgen_hooks()
 
@@ -82,7 +58,7 @@ async def test_stream_stopped_at_done_keeps_its_connection(end_gap_s):
     finally:
         sys.set_asyncgen_hooks(*hooks)
     server.close()
-    assert seen["requests"] == 3
+    assert len(seen["requests"]) == 3
     # one connection for all three where each body's end was in when the reader stopped (with
     # [DONE], or just after it, as uvicorn writes it); a body whose end comes later than
     # that is not waited for: its connection is closed and the next request opens one

@@ -18,7 +18,8 @@ BODY = b'data: {"a": 1}\n\n\r\ndata: [DONE]\n\n  '
 
 
 async def serve(responses, *, piece=None, close_after=None):
-    """A server answering each request on a connection with the next canned response."""
+    """A server answering each request on a connection with the next canned response. A
+    response given as a list is written part by part, a float in it being a pause (seconds)."""
     seen = {"conns": 0, "requests": []}
 
     async def handle(reader, writer):
@@ -31,7 +32,15 @@ async def serve(responses, *, piece=None, close_after=None):
                 body = await reader.readexactly(length[0]) if length else b""
                 seen["requests"].append((head.split(b"\r\n")[0], body))
                 data = responses[len(seen["requests"]) - 1]
-                step = piece or len(data)
+                if isinstance(data, list):
+                    for part in data:
+                        if isinstance(part, float):
+                            await asyncio.sleep(part)
+                        else:
+                            writer.write(part)
+                            await writer.drain()
+                    data = b""
+                step = piece or len(data) or 1
                 for i in range(0, len(data), step):
                     writer.write(data[i : i + step])
                     await writer.drain()
