@@ -168,3 +168,36 @@ async def test_default_spacing_reads_on_the_clock_grid():
     # each at (just after) a tick of the grid: the loop runs a timer at its time or a bit later
     late_s = [t - (t // wake_s) * wake_s for t in spaced]
     assert all(late < 0.05 for late in late_s), late_s
+
+
+
+async def test_a_reader_that_breaks_off_leaves_no_spacing_on_the_kept_connection():
+    """A reader of httpx's aiter_raw() that stops at the last data leaves the body's iterator
+    open; the connection goes back to the pool all the same (the body's end came meanwhile),
+    and its next response is read at once, not at the old stream's spacing."""
+    async def handle(reader, writer):
+        for _ in range(2):
+            await reader.readuntil(b"\r\n\r\n")
+            writer.write(b"HTTP/1.1 200 OK\r\ntransfer-encoding: chunked\r\n\r\n6\r\nfirst\n\r\n")
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b"5\r\nlast\n\r\n")  # read at once, and the reads from here are spaced
+            await writer.drain()
+            await asyncio.sleep(0.05)
+            writer.write(b"0\r\n\r\n")
+            await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(handle, "127.0.0.1", 0)
+    url = f"http://127.0.0.1:{server.sockets[0].getsockname()[1]}"
+    async with httpx.AsyncClient(transport=LeanTransport(stream_wake_s=30.0)) as client:
+        async with client.stream("POST", url + "/generate", content=b"{}") as resp:
+            async for raw in resp.aiter_raw():
+                if raw == b"last\n":
+                    await asyncio.sleep(0.1)  # the body's end is in by the close
+                    break
+        async with client.stream("POST", url + "/generate", content=b"{}") as resp:
+            # the kept connection's next reads are not left at the 30 s spacing
+            first = await asyncio.wait_for(resp.aiter_raw().__anext__(), 2.0)
+    server.close()
+    assert first == b"first\n"

@@ -289,7 +289,6 @@ class _Body(httpx.AsyncByteStream):
         self._wake_s: float | None = None  # the consumer's choice (stream_wake); None: the transport's
         self._spaced = False  # the first piece has gone: reads may be spaced
         self.read_done = True  # the piece just yielded is the last of its read
-        self._last_out = False  # the piece just yielded ended the body (its end was read)
         self._released = False  # the connection went back to the pool
 
     def wake(self, wake_s: float | None) -> None:
@@ -362,6 +361,9 @@ class _Body(httpx.AsyncByteStream):
                         end += 2
                     pos = end + 2
                     done = True
+                    # all of the body is off the socket: the connection may serve the next
+                    # request even when the reader stops at its last data (SSE's [DONE])
+                    self._complete = True
                     break
                 if len(buf) < start + size + 2:
                     break
@@ -379,8 +381,6 @@ class _Body(httpx.AsyncByteStream):
                 group_bytes += len(chunk)
                 if group_bytes >= _PIECE_BYTES or i == len(out) - 1:
                     self.read_done = i == len(out) - 1
-                    # a reader that stops at the last piece (SSE's [DONE]) leaves a whole body
-                    self._last_out = done and self.read_done
                     yield group[0] if len(group) == 1 else b"".join(group)
                     group, group_bytes = [], 0
             self.read_done = True
@@ -391,18 +391,18 @@ class _Body(httpx.AsyncByteStream):
     async def aclose(self) -> None:
         conn = self._conn
         if not self._complete and self._chunked and not conn.closed:
-            # The reader stopped at the body's last data (SSE's [DONE]): the body is whole when
-            # its end came in the same read, or has come since (a server writes the two apart).
-            # Then the connection is kept: a new one per request costs a connect's wake-up.
-            if not self._last_out and not conn.buf:
-                conn._recv()
-            if self._last_out and not conn.buf:
-                self._complete = True
-            elif conn.buf == _LAST_CHUNK:
+            # The reader stopped at the body's last data (SSE's [DONE]) before its end was
+            # parsed: the end may have come since (a server writes the two apart). Then the
+            # connection is kept: a new one per request costs a connect's wake-up.
+            conn._recv()
+            if conn.buf == _LAST_CHUNK:
                 conn.buf.clear()
                 self._complete = True
         if self._complete and self._keep and not conn.closed and not conn.buf:
-            self._released = True  # ours no more: a late close of our iterator must not touch it
+            # A reader that stopped early may leave our iterator open (httpx's aiter_raw): its
+            # spacing goes now, and a late close of it must not touch the connection's next use.
+            conn.set_defer(0.0)
+            self._released = True
             self._t._release(self._key, conn)
         else:
             conn.close()
