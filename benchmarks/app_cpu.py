@@ -222,9 +222,10 @@ def proc_cpu_s(pid: int) -> tuple[float, float]:
 class Drain:
     """Reads a pty master as fast as the app writes, like a terminal emulator would."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, keep: bool = False) -> None:
         self.fd = fd
         self.bytes = 0
+        self.chunks: list[tuple[float, bytes]] | None = [] if keep else None  # (monotonic time read, bytes)
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
@@ -237,6 +238,8 @@ class Drain:
             if not data:
                 return
             self.bytes += len(data)
+            if self.chunks is not None:
+                self.chunks.append((time.monotonic(), data))
 
     def send(self, text: str) -> None:
         try:
@@ -248,7 +251,7 @@ class Drain:
 class App:
     """A tuiapp process: on a pty of ``size`` (cols, rows), or headless with output to a file."""
 
-    def __init__(self, argv: list[str], size: tuple[int, int] | None, cwd: Path) -> None:
+    def __init__(self, argv: list[str], size: tuple[int, int] | None, cwd: Path, keep_output: bool = False) -> None:
         self.size = size
         env = {**os.environ, "TERM": "xterm-256color", "COLORTERM": "truecolor", "PYTHONUNBUFFERED": "1"}
         if TREE is not None:  # the baseline's code, for tuiapp and every process it starts
@@ -272,7 +275,7 @@ class App:
             finally:
                 os._exit(127)
         self.pid = pid
-        self.drain = Drain(fd)
+        self.drain = Drain(fd, keep_output)
 
     def cpu_s(self) -> tuple[float, float]:
         return proc_cpu_s(self.pid)
