@@ -1,5 +1,6 @@
 """The dashboard: consumes the bus into the store as events come, paints a frame when data
-arrived (at most one a second, so a figure waits < 1 s), alerts the moment they come."""
+arrived (at most one a second, so a figure waits < 1 s), alerts and a run's figures the
+moment they come."""
 
 from __future__ import annotations
 
@@ -79,12 +80,14 @@ class DashboardScreen(Screen):
         self._panels = list(self.query("#header, #notes, #throughput, #acceptance, #latency, #gpus, LogTail"))
         self._alerts = self.query_one(AlertList)
         self._acceptance = self.query_one(AcceptancePanel)
+        self._run_panels = list(self.query("#throughput, #acceptance, #latency"))
         self._ledger = self.query_one(LedgerTable)
         self._timeline = self.query_one(TimelineBar) if self.session.replay is not None else None
         self._alerts.focus()
         self._frame_due = False
         self._frame_s = float("-inf")  # monotonic time of the last frame
         self._alerts_version = -1  # the store's alerts version last handed to the alert list
+        self._run_painted: tuple = (None, None)  # the store's last run and summary, painted at once
         self.events.lazy_due_s = self._lazy_due_s
         self.consume_events()
         if self._timeline is not None:  # play/pause/speed move the timeline without an event
@@ -101,7 +104,21 @@ class DashboardScreen(Screen):
             if versions["alerts"] != self._alerts_version:
                 self._alerts_version = versions["alerts"]
                 self._alerts.paint()  # a failure is shown as it arrives, not at the next frame
+            # the event that woke us is the oldest queued (often a request): look at the store
+            store = self.store
+            if store.last_run is not self._run_painted[0] or store.summary is not self._run_painted[1]:
+                self._run_painted = (store.last_run, store.summary)
+                self.paint_run()
             self.want_frame()
+
+    def paint_run(self) -> None:
+        """A run's figures as it lands: the next frame may be up to FRAME_S away, and a
+        run's tok/s is what the user waits for (~0.3 runs a second at concurrency 1; only
+        the panels it changed refresh, and the next frame skips them)."""
+        with self.app.batch_update():
+            for panel in self._run_panels:
+                panel.paint(urgent=True)
+            self._ledger.paint()
 
     def _lazy_due_s(self, now_s: float) -> float:
         """When dense events (samples, log lines, requests) reach us: just before the next

@@ -61,8 +61,9 @@ class Panel(Widget):
         self._render_cache = _RenderCache(self.size, strips)
         self._dirty_regions.clear()
 
-    def paint(self, force: bool = False) -> None:
-        """Refresh if the store changed what this panel shows (called by the dashboard's frame).
+    def paint(self, force: bool = False, *, urgent: bool = False) -> None:
+        """Refresh if the store changed what this panel shows (called by the dashboard's frame;
+        ``urgent``: what changed must show now, however recently the panel was painted).
 
         A version that moved does not always move the text (the same figure again, a
         series that only grew off-screen): the text is rendered and compared first, since
@@ -71,7 +72,7 @@ class Panel(Widget):
         if not force and version == self.painted_version:
             return
         now_s = time.monotonic()
-        if not force and now_s - self._painted_s < self.min_interval_s:
+        if not (force or urgent) and now_s - self._painted_s < self.min_interval_s:
             return  # painted a moment ago: the next frame after the interval shows it
         self._painted_s = now_s
         self.painted_version = version
