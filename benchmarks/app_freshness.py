@@ -126,14 +126,7 @@ def serve(port: int, notes_path: str, log_path: str | None, seed: int) -> None:
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     DoneProxy(port, sim_port, notes)
     rng = random.Random(seed)
-    import httpx
-
-    while not stop.is_set() and sim.poll() is None:  # the tracebacks start once it serves
-        try:
-            if httpx.get(f"http://127.0.0.1:{sim_port}/health", timeout=1.0).status_code == 200:
-                break
-        except httpx.HTTPError:
-            pass
+    while not stop.is_set() and sim.poll() is None and not healthy(sim_port):  # tracebacks once it serves
         stop.wait(0.1)
     stop.wait(FIRST_INCIDENT_S)
     n = 0
@@ -295,18 +288,22 @@ def session(mode: str, size: tuple[int, int] | None, seconds: float, seed: int) 
             "requests_done": len(done_t), "incidents": len(written), "alerts_not_shown": len(unseen)}
 
 
-def wait_ready(port: int, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
+def healthy(port: int) -> bool:
     import httpx
 
+    try:
+        return httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def wait_ready(port: int, proc: subprocess.Popen, timeout_s: float = 60.0) -> None:
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             sys.exit(f"app_freshness: the server exited with {proc.returncode} before it was ready")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/health", timeout=1.0).status_code == 200:
-                return
-        except httpx.HTTPError:
-            pass
+        if healthy(port):
+            return
         time.sleep(0.1)
     sys.exit(f"app_freshness: the server was not ready after {timeout_s:g} s")
 
