@@ -251,7 +251,8 @@ class Drain:
 
 
 class App:
-    """A tuiapp process: on a pty of ``size`` (cols, rows), or headless with output to a file."""
+    """A tuiapp process: on a pty of ``size`` (cols, rows), or headless with output to a file
+    (``keep_output``: to a pipe, its bytes kept with the time each read came, as the pty's are)."""
 
     def __init__(self, argv: list[str], size: tuple[int, int] | None, cwd: Path, keep_output: bool = False) -> None:
         self.size = size
@@ -262,10 +263,12 @@ class App:
         self.drain: Drain | None = None
         self.popen: subprocess.Popen | None = None
         if size is None:
-            self._out = open(cwd / "headless.out", "wb")
+            self._out = subprocess.PIPE if keep_output else open(cwd / "headless.out", "wb")
             self.popen = subprocess.Popen(argv, stdout=self._out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                           env=env, cwd=cwd)
             self.pid = self.popen.pid
+            if keep_output:
+                self.drain = Drain(self.popen.stdout.fileno(), True)
             return
         cols, rows = size
         pid, fd = pty.fork()
@@ -290,16 +293,17 @@ class App:
         return info is None
 
     def stop(self, timeout_s: float = 20.0) -> tuple[float, float]:
-        """Quit as a user would (q; SIGTERM for headless), then the CPU totals read from the
+        """Quit as a user would (q; SIGINT for headless), then the CPU totals read from the
         zombie before it is reaped; kills it if it does not go."""
-        if self.drain is not None:
+        tty = self.size is not None
+        if tty:
             self.drain.send("q")
         else:
             os.kill(self.pid, signal.SIGINT)
         deadline = time.monotonic() + timeout_s
         while self.alive() and time.monotonic() < deadline:
             time.sleep(0.1)
-            if self.drain is not None and time.monotonic() > deadline - timeout_s / 2:
+            if tty and time.monotonic() > deadline - timeout_s / 2:
                 os.kill(self.pid, signal.SIGTERM)
         if self.alive():
             os.kill(self.pid, signal.SIGKILL)
@@ -309,8 +313,10 @@ class App:
         os.waitpid(self.pid, 0)
         if self.popen is not None:
             self.popen.returncode = 0  # reaped above
-            self._out.close()
-        if self.drain is not None:
+            if self.drain is not None:
+                self.drain.thread.join(5)  # the pipe's last bytes, up to its end
+            (self.popen.stdout or self._out).close()
+        elif self.drain is not None:
             os.close(self.drain.fd)
         return totals
 

@@ -35,6 +35,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import codecs
 import json
 import os
 import random
@@ -205,25 +206,23 @@ def screen_times(chunks: list[tuple[float, bytes]], size: tuple[int, int], tags:
     return runs_shown, tags_shown
 
 
-def printed_times(lines: list[tuple[float, str]]) -> tuple[dict, dict]:
-    """The headless printer's lines: when each run and each tag was printed."""
+def printed_times(chunks: list[tuple[float, bytes]]) -> tuple[dict, dict]:
+    """The headless printer's output: when each run and each tag was printed (a line's time
+    is that of the read that brought its end)."""
     runs_shown: dict[int, float] = {}
     tags_shown: dict[str, float] = {}
     run_re = re.compile(r"\brun +#(\d+) ")
     tag_re = re.compile(r"\bALERT\b.*\b(fr[a-z]+)\b")
-    for t, line in lines:
-        if m := run_re.search(line):
-            runs_shown.setdefault(int(m.group(1)), t)
-        elif m := tag_re.search(line):
-            tags_shown.setdefault(m.group(1), t)
+    part = ""
+    decode = codecs.getincrementaldecoder("utf-8")("replace").decode  # a read may end inside a character
+    for t, data in chunks:
+        *lines, part = (part + decode(data)).split("\n")
+        for line in lines:
+            if m := run_re.search(line):
+                runs_shown.setdefault(int(m.group(1)), t)
+            elif m := tag_re.search(line):
+                tags_shown.setdefault(m.group(1), t)
     return runs_shown, tags_shown
-
-
-def _env() -> dict:
-    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
-    if app_cpu.TREE is not None:  # the baseline's tuiapp (the server side is always this tree's)
-        env["PYTHONPATH"] = str(app_cpu.TREE)
-    return env
 
 
 def session(mode: str, size: tuple[int, int] | None, seconds: float, seed: int) -> dict:
@@ -243,35 +242,17 @@ def session(mode: str, size: tuple[int, int] | None, seconds: float, seed: int) 
     try:
         if server_proc is not None:
             wait_ready(server.port, server_proc)
-        if size is None:
-            lines: list[tuple[float, str]] = []
-            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=_env(), cwd=work,
-                                    stdin=subprocess.DEVNULL)
-
-            def read() -> None:
-                for raw in iter(proc.stdout.readline, b""):
-                    lines.append((time.monotonic(), raw.decode("utf-8", "replace")))
-
-            reader = threading.Thread(target=read, daemon=True)
-            reader.start()
+        app = app_cpu.App(argv, size, work, keep_output=True)  # PYTHONPATH from app_cpu.TREE
+        try:
             time.sleep(seconds)
-            proc.send_signal(signal.SIGINT)
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-            reader.join(5)
-            runs_shown, tags_shown = printed_times(lines)
-        else:
-            app = app_cpu.App(argv, size, work, keep_output=True)  # PYTHONPATH from app_cpu.TREE
-            try:
-                time.sleep(seconds)
-            finally:
-                app.stop()
-            _, written = server.read()
-            runs_shown, tags_shown = screen_times(app.drain.chunks, size, {tag for tag, _ in written})
+        finally:
+            app.stop()
         done_t, written = server.read()
+        chunks = app.drain.chunks
+        if size is None:
+            runs_shown, tags_shown = printed_times(chunks)
+        else:
+            runs_shown, tags_shown = screen_times(chunks, size, {tag for tag, _ in written})
     finally:
         if server_proc is not None:
             server_proc.terminate()
@@ -279,7 +260,7 @@ def session(mode: str, size: tuple[int, int] | None, seconds: float, seed: int) 
         shutil.rmtree(work, ignore_errors=True)
     tok_ages = [t - done_t[WARMUP_REQUESTS + k] for k, t in sorted(runs_shown.items())
                 if WARMUP_REQUESTS + k < len(done_t)]
-    t_end = max((t for t, _ in (lines if size is None else app.drain.chunks)), default=0.0)
+    t_end = max((t for t, _ in chunks), default=0.0)
     alert_ages = [tags_shown[tag] - t for tag, t in written if tag in tags_shown]
     unseen = [tag for tag, t in written if tag not in tags_shown and t < t_end - 1.0]
     tag = "before " if app_cpu.TREE is not None else ("after  " if app_cpu.BASELINE is not None else "")
