@@ -150,20 +150,24 @@ def test_report_into_a_missing_directory_is_an_error_and_creates_nothing(tmp_pat
     assert not (tmp_path / "no").exists()
 
 
-def test_preflight_says_why_a_help_failed(tmp_path):
+def test_preflight_says_why_a_help_failed(tmp_path, monkeypatch):
+    from stand_ins import fake_sglang
+
+    from tuiapp.server import preflight as preflight_module
     from tuiapp.server.preflight import preflight
 
-    starts = tmp_path / "starts-instead"
-    starts.write_text("#!/bin/sh\necho 'loading model'\necho 'listening on :8000'\n")
-    dies = tmp_path / "dies"
-    dies.write_text("#!/bin/sh\necho 'Traceback (most recent call last):'\necho \"ModuleNotFoundError: No module"
-                    " named 'sglang'\"\necho '  (some trailing noise)'\nexit 1\n")
-    for script in (starts, dies):
-        script.chmod(0o755)
-    (problem,) = preflight([str(starts), "--tp", "8"])
+    monkeypatch.setattr(preflight_module, "_HELP_CACHE", {})
+    argv = [sys.executable, "-m", "sglang.launch_server", "--tp", "8"]
+    starts = fake_sglang(tmp_path / "starts", output="loading model\nlistening on :8000\n", code=0)
+    monkeypatch.setenv("PYTHONPATH", str(starts))
+    (problem,) = preflight(argv)
     assert "printed no option list" in problem.message and "listening" not in problem.message
-    (problem,) = preflight([str(dies), "--tp", "8"])
-    assert problem.message.endswith("failed (exit 1): ModuleNotFoundError: No module named 'sglang'")
+    dies = fake_sglang(tmp_path / "dies", output="Traceback (most recent call last):\nModuleNotFoundError: No module"
+                                                 " named 'sglang.srt'\n  (some trailing noise)\n")
+    monkeypatch.setenv("PYTHONPATH", str(dies))
+    (problem,) = preflight(argv)
+    assert problem.message.endswith("failed (exit 1): ModuleNotFoundError: No module named 'sglang.srt'")
+    assert "is SGLang installed" in problem.suggestion
 
 
 def test_a_missing_executable_is_not_a_crash(tmp_path):

@@ -3,6 +3,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from stand_ins import fake_sglang, runs_of
 
 from tuiapp.server.preflight import check_flags, parse_help, preflight, split_command
 
@@ -113,36 +114,49 @@ def test_split_command_handles_module_script_and_subcommand_forms():
         ["uv", "run", "python", "-m", "tuiapp.sim.server"], ["--port", "1"])
 
 
-def test_preflight_runs_the_servers_own_help_in_a_subprocess():
-    argv = [sys.executable, ARGPARSE_SERVER, "0.5.23", *OLD_BASELINE]
-    problems = preflight(argv, timeout_s=30)
+SGLANG = [sys.executable, "-m", "sglang.launch_server"]
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch):
+    """Make a stand-in the installed SGLang: ``installed(profile=..)`` or ``installed(output=.., code=..)``."""
+    from tuiapp.server import preflight as preflight_module
+
+    monkeypatch.setattr(preflight_module, "_HELP_CACHE", {})
+
+    def install(**kwargs):
+        root = fake_sglang(tmp_path / f"site{len(list(tmp_path.glob('site*')))}", **kwargs)
+        monkeypatch.setenv("PYTHONPATH", str(root))
+        return root
+
+    return install
+
+
+def test_preflight_runs_the_servers_own_help_in_a_subprocess(installed):
+    root = installed(profile="0.5.23")
+    problems = preflight([*SGLANG, *OLD_BASELINE], timeout_s=30)
     assert [(p.flag, p.suggestion) for p in problems] == [("--cuda-graph-max-bs", "--cuda-graph-max-bs-decode")]
-    assert preflight([sys.executable, ARGPARSE_SERVER, "0.5.2", *OLD_BASELINE], timeout_s=30) == []
+    assert runs_of(root) == ["--help"]
+    installed(profile="0.5.2")
+    assert preflight([sys.executable, "-u", "-m", "sglang.launch_server", *OLD_BASELINE], timeout_s=30) == []
 
 
 def test_preflight_says_so_when_the_server_cannot_even_print_help():
-    (p,) = preflight([sys.executable, "-m", "sglang_not_installed_here.launch_server", "--tp", "8"])
+    (p,) = preflight([sys.executable, "-m", "sglang.launch_server", "--tp", "8"])
     assert p.severity == "error" and "No module named" in p.message
-    (p,) = preflight(["no-such-sglang", "serve", "--tp", "8"])
-    assert p.severity == "error" and "no-such-sglang" in p.message
+    assert "is SGLang installed" in p.suggestion
+    (p,) = preflight(["no-such-dir/sglang", "serve", "--tp", "8"])
+    assert p.severity == "error" and "sglang" in p.message
 
 
-def test_preflight_reports_a_command_that_is_not_a_program(tmp_path):
-    script = tmp_path / "serve"  # executable, but no "#!" line: exec fails with ENOEXEC
-    script.write_text("echo hi\n")
-    script.chmod(0o755)
-    (p,) = preflight([str(script), "--tp", "8"])
-    assert p.severity == "error" and "cannot run the server command" in p.message and "format" in p.message
-
-
-def test_preflight_times_out_on_a_hanging_help(tmp_path):
-    script = tmp_path / "hang.py"
-    script.write_text("import time\ntime.sleep(30)\n")
-    (p,) = preflight([sys.executable, str(script), "--port", "1"], timeout_s=0.5)
+def test_preflight_times_out_on_a_hanging_help(installed):
+    installed(source="import time\ntime.sleep(30)\n")
+    (p,) = preflight([*SGLANG, "--port", "1"], timeout_s=0.5)
     assert "did not finish within 0.5 s" in p.message
 
 
-def test_a_missing_required_option_is_reported():
-    (p,) = preflight([sys.executable, ARGPARSE_SERVER, "0.5.23", "--tp", "8"], timeout_s=30)
+def test_a_missing_required_option_is_reported(installed):
+    installed(profile="0.5.23")
+    (p,) = preflight([*SGLANG, "--tp", "8"], timeout_s=30)
     assert (p.severity, p.flag) == ("error", "--model-path") and "required" in p.message
-    assert preflight([sys.executable, ARGPARSE_SERVER, "0.5.23", "--model", "m"], timeout_s=30) == []
+    assert preflight([*SGLANG, "--model", "m"], timeout_s=30) == []

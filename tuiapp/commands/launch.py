@@ -74,8 +74,9 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
     command, flag_tokens = split_command(argv)
     try:
         flags = parse_tokens(flag_tokens)
-    except ValueError as exc:
-        raise UsageError(f"server command: {exc}") from None
+    except ValueError:
+        # a wrapper's own options (`srun -N 1 ...`, `bash -c "..."`): the command is run as given
+        command, flags = list(argv), {}
     try:
         server_url(argv)  # the URL we will poll: a --port that is not a number stops here
     except ValueError as exc:

@@ -17,7 +17,9 @@ import subprocess
 from dataclasses import dataclass
 from typing import Literal
 
-Severity = Literal["error", "warning"]
+from tuiapp.server.launchers import NotChecked, find_launcher
+
+Severity = Literal["error", "warning", "note"]
 
 
 @dataclass(frozen=True)
@@ -26,6 +28,7 @@ class Problem:
     flag: str  # the flag as the user wrote it, "" for a problem with the command itself
     message: str
     suggestion: str | None = None  # what to write instead, e.g. "--cuda-graph-max-bs-decode"
+    kind: str | None = None  # a failure the --help itself died of (oom, assertion, ...): the trial's status
 
     def __str__(self) -> str:
         hint = f" (try: {self.suggestion})" if self.suggestion else ""
@@ -250,7 +253,7 @@ def _deprecated(flag: str, options: dict[str, str]) -> list[Problem]:
 
 
 # A plan launches the same server command many times, and SGLang's --help imports torch
-# (seconds): ask once per command per process. Only successful answers are kept.
+# (seconds): ask once per command per process. Only answers with an option list are kept.
 _HELP_CACHE: dict[tuple[str, ...], str] = {}
 
 
@@ -260,7 +263,7 @@ def run_help(command: list[str], *, timeout_s: float = 60) -> tuple[int | None, 
     if key in _HELP_CACHE:
         return 0, _HELP_CACHE[key]
     code, out = _run_help(command, timeout_s)
-    if code == 0:
+    if code == 0 and parse_help(out):
         _HELP_CACHE[key] = out
     return code, out
 
@@ -310,10 +313,14 @@ def help_failure(code: int | None, out: str) -> str:
 
 
 def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
-    """Problems with the server command ``argv``: an empty list means it looks fine."""
-    command, flags = split_command(argv)
-    if not command:
-        return [Problem("error", "", "no server command given")]
+    """Problems with the server command ``argv``: an empty list means it looks fine.
+
+    Only a launcher :func:`find_launcher` recognises is ever run (with ``--help``); for any
+    other command the one problem is a note saying why nothing was checked."""
+    found = find_launcher(argv)
+    if isinstance(found, NotChecked):
+        return [Problem("note", "", f"preflight skipped: {found.reason}; the flags are not checked")]
+    command, flags = found.help_command, found.flags
     shown = " ".join(command)
     try:
         code, out = run_help(command, timeout_s=timeout_s)
@@ -325,10 +332,41 @@ def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
         return [Problem("error", "", f"`{shown} --help` did not finish within {timeout_s:g} s"
                                      " (a command that does not know --help may have started instead)")]
     if not options:
-        return [Problem("error", "", f"cannot check flags: `{shown} --help` {help_failure(code, out)}",
-                        "is SGLang installed in this environment? --no-preflight skips the check")]
+        return [_help_failed(shown, code, out)]
     # This server's own options say which abbreviations are secret flags (`--api-ke KEY`).
     from tuiapp.common.redact import remember, secret_values
 
     remember(*secret_values(flags, options=options))
     return check_flags(flags, options) + missing_required(flags, out)
+
+
+# What a --help that died of a known failure is reported as: the failure, not "is SGLang installed?"
+_KNOWN_FAILURES = {"oom", "nccl", "jit_arch", "keyerror", "assertion", "crash"}
+_MISSING_SGLANG = re.compile(r"No module named '?sglang(?:[.'\s]|$)|command not found")
+
+
+def _help_failed(shown: str, code: int | None, out: str) -> Problem:
+    incident = _worst_incident(out)
+    if incident is not None and incident.kind in _KNOWN_FAILURES:
+        return Problem("error", "", f"`{shown} --help` failed with {incident.kind} (exit {code}): "
+                                    f"{incident.message[:200]}", kind=incident.kind)
+    why = help_failure(code, out)
+    if incident is not None and _EXCEPTION_LINE.match(incident.message) and not _MISSING_SGLANG.search(out):
+        # an import error or another exception of the installed server: say it, with no install hint
+        return Problem("error", "", f"cannot check flags: `{shown} --help` {why}", "--no-preflight skips the check",
+                       kind="error")
+    return Problem("error", "", f"cannot check flags: `{shown} --help` {why}",
+                   "is SGLang installed in this environment? --no-preflight skips the check")
+
+
+def _worst_incident(out: str):
+    """The log watcher's most severe incident in ``out`` (by its kind priority), or None."""
+    from tuiapp.logwatch.classify import PRIORITY
+    from tuiapp.logwatch.watcher import LogWatcher
+
+    watcher = LogWatcher(lambda _event: None, log_lines=False)
+    watcher.feed(out.encode("utf-8", "replace"), now_s=0.0)
+    watcher.flush(now_s=0.0)
+    found = [i for i in watcher.incidents if i.severity == "error"]
+    order = {kind: n for n, kind in enumerate(PRIORITY)}
+    return min(found, key=lambda i: order.get(i.kind, len(order)), default=None)

@@ -160,9 +160,9 @@ class PlanRunner:
         shown_env = " ".join(f"{k}={v}" for k, v in row.env.items())
         state("preflight", " ".join(row.argv) + (f"  (env {shown_env})" if shown_env else ""))
         if self.options.preflight and (
-                problem := await asyncio.to_thread(self._preflight, argv, publish, cfg.name)) is not None:
-            row.status, row.first_error = "preflight", problem
-            state("failed", problem)
+                refused := await asyncio.to_thread(self._preflight, argv, publish, cfg.name)) is not None:
+            row.status, row.first_error = refused
+            state("failed", refused[1] if row.status == NOT_RUN else f"{row.status}: {refused[1]}")
             return row
 
         try:
@@ -193,8 +193,9 @@ class PlanRunner:
               "ok" if row.status == OK else f"{row.status}: {row.first_error or ''}")
         return row
 
-    def _preflight(self, argv: list[str], publish: Callable[[_Event], None], name: str) -> str | None:
-        """The first error-severity problem as one line, or None; warnings become Notes."""
+    def _preflight(self, argv: list[str], publish: Callable[[_Event], None], name: str) -> tuple[str, str] | None:
+        """``(status, first error as one line)``, or None; warnings and notes become Notes. The
+        status is ``preflight``, or the failure the server's ``--help`` itself died of (``oom``...)."""
         from tuiapp.server.preflight import preflight
 
         first_error = None
@@ -202,10 +203,11 @@ class PlanRunner:
             text = f"{name}: {problem.flag + ': ' if problem.flag else ''}{problem.message}"
             if problem.suggestion:
                 text += f" ({problem.suggestion})"
-            error = problem.severity == "error"
-            publish(Note(level="error" if error else "warning", text=text, source="preflight"))
-            if error and first_error is None:
-                first_error = text.split(": ", 1)[1]
+            level = {"error": "error", "warning": "warning"}.get(problem.severity, "info")
+            publish(Note(level=level, text=text, source="preflight"))
+            if level == "error" and first_error is None:
+                known = problem.kind if problem.kind and problem.kind != "error" else None
+                first_error = (known or NOT_RUN, text.split(": ", 1)[1])
         return first_error
 
     async def _launch_and_bench(self, cfg, argv, url, api_key, observe, state, collector) -> str:
