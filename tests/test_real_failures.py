@@ -237,3 +237,29 @@ def _running(url: str) -> int:
     text = httpx.get(url + "/metrics", timeout=5).text
     m = re.search(r"^sglang:num_running_reqs\{[^}]*\} ([\d.]+)$", text, re.M)
     return int(float(m.group(1))) if m else -1
+
+
+def test_real_launchers_are_checked_in_every_recognised_form(tmp_path):
+    """`sglang serve`, and the real launcher inside `bash -c` and a shell script, get the real
+    --help; the wrapping shell and script are never run (issue 35)."""
+    import shlex
+
+    from tuiapp.server import preflight as preflight_module
+    from tuiapp.server.preflight import preflight
+
+    v = venv()
+    marker = tmp_path / "ran"
+    real = server_argv(v, free_port(), "--tp-sise", "1")
+    forms = [
+        [str(v / "bin" / "sglang"), "serve", *real[3:]],
+        ["bash", "-c", f"touch {marker}; exec {shlex.join(real)}"],
+    ]
+    script = tmp_path / "serve.sh"
+    script.write_text(f"#!/bin/bash\ntouch {marker}\n{shlex.join(real)} \"$@\"\n")
+    script.chmod(0o755)
+    forms.append([str(script)])
+    for argv in forms:
+        preflight_module._HELP_CACHE.clear()
+        problems = preflight(argv, timeout_s=120)
+        assert [(p.flag, p.suggestion) for p in problems] == [("--tp-sise", "--tp-size")], (argv, problems)
+    assert not marker.exists()
