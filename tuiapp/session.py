@@ -33,6 +33,7 @@ class Session:
     header: dict[str, Any] = field(default_factory=dict)  # recording header extras (secrets redacted)
     on_stop: Callable[[], Awaitable[None]] | None = None
     bus: EventBus = field(default_factory=EventBus)
+    metrics: Any = None  # a bound tuiapp.record.metrics_endpoint.MetricsEndpoint (--metrics-port), a sink
     exit_code: int = 0  # set by a source that knows the job failed (e.g. the server died)
     _finished: asyncio.Event | None = field(default=None, repr=False)
 
@@ -63,12 +64,18 @@ class Session:
             recorder = Recorder(self.record_path, header=self.header)
             recording = asyncio.create_task(recorder.run(self.bus.subscribe("recorder", maxlen=100_000,
                                                                              lazy_kinds=DENSE_KINDS)))
+        serving = None
+        if self.metrics is not None:
+            serving = asyncio.create_task(self.metrics.run(self.bus.subscribe("metrics", maxlen=100_000,
+                                                                              lazy_kinds=DENSE_KINDS)))
+            self.bus.publish(Note(text=f"Prometheus metrics at {self.metrics.url}", source="metrics"))
         try:
             await self.run_sources(stop)
         finally:
             self.bus.close()
-            if recording is not None:
-                await asyncio.wait([recording], timeout=10)
+            done = [t for t in (recording, serving) if t is not None]
+            if done:
+                await asyncio.wait(done, timeout=10)
 
     async def run_sources(self, stop: asyncio.Event | None = None) -> None:
         """Run every source until all return, one calls finish(), or ``stop`` is set."""

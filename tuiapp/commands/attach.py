@@ -6,7 +6,7 @@ import argparse
 import os
 from typing import Any
 
-from tuiapp.commands import screenshots
+from tuiapp.commands import metrics_args, screenshots
 
 HELP = "attach to a running SGLang (or OpenAI-compatible) server and benchmark it continuously"
 
@@ -45,6 +45,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="watch the output of a shell command, restarted when it exits"
                       " (e.g. 'docker logs -f --since 0s NAME', 'ssh n1 tail -F /path')")
     screenshots.add_argument(parser)
+    metrics_args.add_arguments(parser)
     add_bench_arguments(parser)
 
 
@@ -297,6 +298,7 @@ def run(args: argparse.Namespace) -> int:
     session.sources += _telemetry_sources(telemetry, args, url, done, http)
     session.sources += _log_tasks(sources, args, session.bus.publish, done)
 
+    session.metrics = metrics_args.start(args)
     code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     if loop.warmup_failed:
         print(f"tuiapp attach: error: every warm-up request failed: {loop.warmup_failed}", file=sys.stderr)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuiapp.commands import screenshots
+from tuiapp.commands import metrics_args, screenshots
 
 HELP = "run the reference tuning campaign (8 trials) on the built-in SGLang simulator"
 
@@ -24,6 +24,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="simulated start-up runs X times faster (decode pacing stays real; default 20)")
     parser.add_argument("--theme", help="TUI theme")
     screenshots.add_argument(parser)
+    metrics_args.add_arguments(parser)
 
 
 def trials_args(args: argparse.Namespace) -> argparse.Namespace:
@@ -36,6 +37,7 @@ def trials_args(args: argparse.Namespace) -> argparse.Namespace:
     ns = parser.parse_args(["campaign", "--sim", "--telemetry", "sim"])
     ns.headless, ns.record, ns.ledger, ns.only = args.headless, args.record, args.ledger, args.only
     ns.sim_speed, ns.theme, ns.screenshot_dir = args.speed, args.theme, args.screenshot_dir
+    ns.metrics_port, ns.metrics_host = args.metrics_port, args.metrics_host
     return ns
 
 

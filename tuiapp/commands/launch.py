@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuiapp.commands import screenshots
+from tuiapp.commands import metrics_args, screenshots
 
 HELP = "launch an SGLang server (default: python -m sglang.launch_server ...), watch and benchmark it"
 
@@ -31,6 +31,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--telemetry", choices=["auto", "nvml", "sim", "off"], default="auto")
     parser.add_argument("--theme", help="TUI theme")
     screenshots.add_argument(parser)
+    metrics_args.add_arguments(parser)
     add_bench_arguments(parser)
 
 
@@ -113,6 +114,7 @@ def run_single_trial(trial, args: argparse.Namespace, *, record_path, log_path, 
     session, _runner = build_trials_session(plan, [trial], ledger, options, title=trial.name,
                                             record_path=record_path)
     session.header["mode"] = "launch"
+    session.metrics = metrics_args.start(args)
     code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     if log_path.exists():  # nothing was launched when preflight refused the command
         print(f"server log: {log_path}")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuiapp.commands import screenshots
+from tuiapp.commands import metrics_args, screenshots
 
 HELP = "replay a recording in the dashboard (pause, speed x1-x64, seek, next alert), or print its summary"
 
@@ -17,6 +17,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--speed", type=float, default=1.0, help="playback speed, 1 to 64 (default 1)")
     parser.add_argument("--theme", help="UI theme")
     screenshots.add_argument(parser)
+    metrics_args.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,9 +47,10 @@ def _headless(args: argparse.Namespace) -> int:
 
     index = RecordingIndex(args.file)
     printer = Printer(NullStream() if args.summary else sys.stdout)
+    endpoint = metrics_args.start(args)
     stop: list[int] = []
-    if args.follow:
-        # Ctrl-C or a TERM ends following with the summary, as a live job would.
+    if args.follow or endpoint is not None:
+        # Ctrl-C or a TERM ends following (or serving) with the summary, as a live job would.
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda signum, _frame: stop.append(signum))
     try:
@@ -60,6 +62,8 @@ def _headless(args: argparse.Namespace) -> int:
                 event = index.event(i)
                 if event is not None:
                     printer.handle(event)
+                    if endpoint is not None:
+                        endpoint.apply(event)
             done = len(index)
             if not args.follow or stop:
                 break
@@ -68,8 +72,15 @@ def _headless(args: argparse.Namespace) -> int:
         print(printer.summary(), flush=True)
         if index.skipped_lines:
             print(f"tuiapp replay: {index.skipped_lines} corrupt or truncated lines skipped", file=sys.stderr)
+        if endpoint is not None:
+            # a post-mortem: the recording's figures stay up for Prometheus until Ctrl-C or TERM
+            print(f"serving the recording's figures at {endpoint.url} (Ctrl-C ends)", flush=True)
+            while not stop:
+                time.sleep(0.2)
     finally:
         index.close()
+        if endpoint is not None:
+            endpoint.close()
     return 0
 
 
@@ -82,6 +93,7 @@ def _tui(args: argparse.Namespace) -> int:
     session = Session(
         title=f"replay: {replay.title}", sources=[replay.run], replay=replay, header=dict(replay.header)
     )
+    session.metrics = metrics_args.start(args)
     try:
         return run_session(session, headless=False, theme=args.theme, screenshot_dir=args.screenshot_dir)
     finally:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from tuiapp.commands import screenshots
+from tuiapp.commands import metrics_args, screenshots
 
 HELP = "run a plan of trials (baseline + variations) and write a ledger with verdicts"
 
@@ -39,6 +39,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="validate the plan, print each trial's diff against the baseline, run nothing")
     parser.add_argument("--theme", help="TUI theme")
     screenshots.add_argument(parser)
+    metrics_args.add_arguments(parser)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -119,6 +120,7 @@ def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
     session, _runner = build_trials_session(
         plan, trials, ledger, options, title=title,
         record_path=Path(args.record) if args.record else None)
+    session.metrics = metrics_args.start(args)
     code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     if ledger.rows:
         print()
