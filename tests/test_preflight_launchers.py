@@ -10,6 +10,7 @@ import sys
 import pytest
 from stand_ins import fake_sglang, runs_of, touching_script
 
+from tuiapp.logwatch.verdict import worst_failure
 from tuiapp.server import preflight as preflight_module
 from tuiapp.server.launchers import Launcher, NotChecked, find_launcher, shell_commands
 from tuiapp.server.preflight import preflight
@@ -163,7 +164,7 @@ torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 1024.00 GiB. GPU 0
 def test_a_help_that_died_of_a_known_failure_is_that_failure(tmp_path, monkeypatch, output, kind, says):
     monkeypatch.setattr(preflight_module, "_HELP_CACHE", {})
     monkeypatch.setenv("PYTHONPATH", str(fake_sglang(tmp_path, output=output, code=1)))
-    (p,) = preflight([*SGLANG, "--tp", "8"])
+    (p,) = preflight([*SGLANG, "--tp", "8"], classify=worst_failure)
     assert (p.severity, p.kind) == ("error", kind) and says in p.message
     assert "is SGLang installed" not in (p.suggestion or "")
 

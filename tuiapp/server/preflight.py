@@ -14,6 +14,7 @@ import os
 import re
 import signal
 import subprocess
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -312,11 +313,16 @@ def help_failure(code: int | None, out: str) -> str:
     return f"failed (exit {code}) and printed no option list"
 
 
-def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
+Classify = Callable[[str], "tuple[str, str] | None"]
+
+
+def preflight(argv: list[str], *, timeout_s: float = 60, classify: Classify | None = None) -> list[Problem]:
     """Problems with the server command ``argv``: an empty list means it looks fine.
 
     Only a launcher :func:`find_launcher` recognises is ever run (with ``--help``); for any
-    other command the one problem is a note saying why nothing was checked."""
+    other command the one problem is a note saying why nothing was checked. ``classify`` reads
+    a failed help's output as a log (``tuiapp.logwatch.verdict.worst_failure``: the kind and line
+    of its worst failure), so a help that died of an OOM is reported as an OOM."""
     found = find_launcher(argv)
     if isinstance(found, NotChecked):
         return [Problem("note", "", f"preflight skipped: {found.reason}; the flags are not checked")]
@@ -332,7 +338,7 @@ def preflight(argv: list[str], *, timeout_s: float = 60) -> list[Problem]:
         return [Problem("error", "", f"`{shown} --help` did not finish within {timeout_s:g} s"
                                      " (a command that does not know --help may have started instead)")]
     if not options:
-        return [_help_failed(shown, code, out)]
+        return [_help_failed(shown, code, out, classify(out) if classify is not None else None)]
     # This server's own options say which abbreviations are secret flags (`--api-ke KEY`).
     from tuiapp.common.redact import remember, secret_values
 
@@ -345,28 +351,14 @@ _KNOWN_FAILURES = {"oom", "nccl", "jit_arch", "keyerror", "assertion", "crash"}
 _MISSING_SGLANG = re.compile(r"No module named '?sglang(?:[.'\s]|$)|command not found")
 
 
-def _help_failed(shown: str, code: int | None, out: str) -> Problem:
-    incident = _worst_incident(out)
-    if incident is not None and incident.kind in _KNOWN_FAILURES:
-        return Problem("error", "", f"`{shown} --help` failed with {incident.kind} (exit {code}): "
-                                    f"{incident.message[:200]}", kind=incident.kind)
+def _help_failed(shown: str, code: int | None, out: str, failure: tuple[str, str] | None) -> Problem:
+    if failure is not None and failure[0] in _KNOWN_FAILURES:
+        kind, line = failure
+        return Problem("error", "", f"`{shown} --help` failed with {kind} (exit {code}): {line[:200]}", kind=kind)
     why = help_failure(code, out)
-    if incident is not None and _EXCEPTION_LINE.match(incident.message) and not _MISSING_SGLANG.search(out):
+    if failure is not None and _EXCEPTION_LINE.match(failure[1]) and not _MISSING_SGLANG.search(out):
         # an import error or another exception of the installed server: say it, with no install hint
         return Problem("error", "", f"cannot check flags: `{shown} --help` {why}", "--no-preflight skips the check",
                        kind="error")
     return Problem("error", "", f"cannot check flags: `{shown} --help` {why}",
                    "is SGLang installed in this environment? --no-preflight skips the check")
-
-
-def _worst_incident(out: str):
-    """The log watcher's most severe incident in ``out`` (by its kind priority), or None."""
-    from tuiapp.logwatch.classify import PRIORITY
-    from tuiapp.logwatch.watcher import LogWatcher
-
-    watcher = LogWatcher(lambda _event: None, log_lines=False)
-    watcher.feed(out.encode("utf-8", "replace"), now_s=0.0)
-    watcher.flush(now_s=0.0)
-    found = [i for i in watcher.incidents if i.severity == "error"]
-    order = {kind: n for n, kind in enumerate(PRIORITY)}
-    return min(found, key=lambda i: order.get(i.kind, len(order)), default=None)

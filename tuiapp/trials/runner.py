@@ -196,10 +196,11 @@ class PlanRunner:
     def _preflight(self, argv: list[str], publish: Callable[[_Event], None], name: str) -> tuple[str, str] | None:
         """``(status, first error as one line)``, or None; warnings and notes become Notes. The
         status is ``preflight``, or the failure the server's ``--help`` itself died of (``oom``...)."""
+        from tuiapp.logwatch.verdict import worst_failure
         from tuiapp.server.preflight import preflight
 
         first_error = None
-        for problem in preflight(argv):
+        for problem in preflight(argv, classify=worst_failure):
             text = f"{name}: {problem.flag + ': ' if problem.flag else ''}{problem.message}"
             if problem.suggestion:
                 text += f" ({problem.suggestion})"
