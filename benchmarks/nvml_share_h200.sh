@@ -11,7 +11,7 @@
 # on an H200 at PCIe Gen5 x16). Meanwhile `tuiapp launch --headless` of the simulator runs
 # four times, --telemetry nvml and off alternately; its own CPU (utime+stime from
 # /proc/PID/stat) is read over 40 s after 15 s of warm-up. nvml minus off is the sampler's
-# share. Figures: README, "Cost".
+# share. Figures: docs/performance.md.
 set -u
 OUT=${OUT:-/tmp/nvml_share}
 mkdir -p "$OUT"

@@ -15,7 +15,7 @@ B. the whole product: rounds of ``tuiapp attach --headless`` (a subprocess, poll
    alternating; AIPerf 0.13.0 joins on /v1/chat/completions when its venv exists
    (benchmarks/bench_peers.py).
 
-Same definitions everywhere (README "Metric definitions"): TTFT = first output chunk - send;
+Same definitions everywhere (docs/attach.md "Metric definitions"): TTFT = first output chunk - send;
 decode tok/s = (N - 1) / (last output chunk - first); ITL = its inverse; N = the server's
 completion_tokens. Printed: tuiapp / independent as the ratio of means, of medians, and the
 median of the per-pair ratios. Target: decode within 2%, TTFT within 5%.

@@ -46,7 +46,7 @@ def model_dir(venv_path: Path) -> Path:
 
 
 def server_argv(venv_path: Path, port: int, *extra: str) -> list[str]:
-    """The real server on CPU: why each flag is there is in tools/sglang_cpu/README section of README.md."""
+    """The real server on CPU: why each flag is there is in docs/real-server.md."""
     return [str(venv_path / "bin" / "python"), "-m", "sglang.launch_server",
             "--model-path", str(model_dir(venv_path)), "--device", "cpu",
             "--host", "127.0.0.1", "--port", str(port),

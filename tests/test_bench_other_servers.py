@@ -160,7 +160,7 @@ DATA = Path(__file__).parent / "data" / "other_servers"
 
 @pytest.mark.parametrize("name, usage", [("transformers-5.24.0", True), ("llama-cpp-python-0.3.36", False)])
 async def test_real_streams_of_other_servers(server, name, usage):
-    """Streams captured from the real servers (README: Other OpenAI-compatible servers)."""
+    """Streams captured from the real servers (docs/attach.md: Other OpenAI-compatible servers)."""
     stream = (DATA / f"{name}_chat_stream.sse").read_bytes()
     assert (b"data: [DONE]" in stream) is (not usage)  # transformers serve never sends it
     server.faults.append(stream)
@@ -291,7 +291,7 @@ def test_headless_run_line_carries_the_first_failure():
 
 
 def test_other_servers_benchmark_script_runs_against_a_paced_server():
-    """benchmarks/other_servers.py end to end (its figures come from real servers: README)."""
+    """benchmarks/other_servers.py end to end (its figures come from real servers: docs/attach.md)."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "other_servers.py"
     with threaded_server(openai_only=True, no_done=True, usage_in_last_chunk=True, role_first=True) as srv:
         r = subprocess.run([sys.executable, str(script), srv.url, "--probe-runs", "2", "--max-tokens", "64",

@@ -1,7 +1,7 @@
 """The simulator held to the real server: the same requests to real SGLang 0.5.23 (CPU, tiny
 model) and to ``tuiapp.sim.server --tp 1`` with the same flags and checkpoint, and the
 shapes tuiapp relies on compared. Differences that are intended (a GPU box modelled against a
-CPU server) are named here and in README "The real server as the reference".
+CPU server) are named here and in docs/real-server.md.
 """
 
 from __future__ import annotations

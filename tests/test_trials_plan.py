@@ -136,9 +136,8 @@ def test_bench_and_timeouts_merge_field_by_field():
     assert plan.with_references(["custom-ar"]) == [plan.baseline, plan.get("new"), custom]
 
 
-def test_the_readme_example_plan_is_valid(tmp_path):
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    section = readme[readme.index("### trials"):]
+def test_the_docs_example_plan_is_valid(tmp_path):
+    section = (Path(__file__).parent.parent / "docs" / "trials.md").read_text()
     start = section.index("```toml\n") + len("```toml\n")
     example = tmp_path / "example.toml"
     example.write_text(section[start:section.index("```", start)])

@@ -1,6 +1,6 @@
 """Numbers as text, one convention for every sink: a figure that is unknown is "n/a", never 0.
 
-Units (README "Units"): memory in GiB (2**30 bytes), rates in decimal GB/s, MB/s, kB/s.
+Units (docs/dashboard.md "Units"): memory in GiB (2**30 bytes), rates in decimal GB/s, MB/s, kB/s.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """``python -m tuiapp.sim.server``: a stand-in for ``python -m sglang.launch_server``.
 
-Same flags, same stderr log stream, same HTTP API, same ways of dying (see README "The
+Same flags, same stderr log stream, same HTTP API, same ways of dying (see docs/simulator.md "The
 simulator" and tuiapp/sim/model.py). One process: the "ranks" are log prefixes and GPU
 entries, not processes. The HTTP port is bound at process start so ``GET /sim/gpus``
 works during startup; SGLang's own endpoints answer 503 until the (modelled) uvicorn
