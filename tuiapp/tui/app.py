@@ -21,6 +21,7 @@ from textual.worker import Worker
 
 from tuiapp.controls import SessionView
 from tuiapp.events import DENSE_KINDS
+from tuiapp.tui import textual_private
 from tuiapp.tui.screens.dashboard import TOGGLABLE, DashboardScreen
 from tuiapp.tui.screens.details import ConfirmScreen
 from tuiapp.tui.store import DashboardStore
@@ -58,7 +59,8 @@ class DashboardApp(App[int]):
 
     def __init__(self, session: SessionView, *, theme: str | None = None) -> None:
         super().__init__()
-        lean_filters(self._filters)
+        if textual_private.fast("truecolor"):
+            lean_filters(textual_private.app_filters(self))
         self.session = session
         self.store = DashboardStore()
         self.animation_level = "none"
@@ -91,7 +93,8 @@ class DashboardApp(App[int]):
 
     def _refresh_truecolor_filter(self, theme) -> None:
         super()._refresh_truecolor_filter(theme)  # a new theme: Textual makes its own filter again
-        lean_filters(self._filters)
+        if textual_private.fast("truecolor"):
+            lean_filters(textual_private.app_filters(self))
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {"pcie-rx": "#3A9AD9", "pcie-tx": "#F0A202"}
@@ -113,7 +116,7 @@ class DashboardApp(App[int]):
             # a terminal that takes no output, and it tells the driver to stop waiting.
             for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self._on_signal)
-            driver = self._driver
+            driver = textual_private.app_driver(self)
             if isinstance(driver, GuardedLinuxDriver):
                 driver.on_gone = self._on_terminal_gone
                 if driver.terminal_gone:  # it died before we were listening
@@ -145,7 +148,7 @@ class DashboardApp(App[int]):
             self._begin_shutdown()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
-        driver = self._driver
+        driver = textual_private.app_driver(self)
         if isinstance(driver, GuardedLinuxDriver):
             driver.abandon()
         _start_backstop()
@@ -156,7 +159,7 @@ class DashboardApp(App[int]):
 
     def _on_terminal_gone(self, reason: str) -> None:
         """Called once, from any thread, when the terminal is gone (EOF/EIO, a closed pty)."""
-        _silence_dead_terminal(self._driver)
+        _silence_dead_terminal(textual_private.app_driver(self))
         _start_backstop()
         try:
             self._loop.call_soon_threadsafe(self._terminal_gone, reason)
@@ -326,7 +329,7 @@ def run_app(session: SessionView, *, theme: str | None = None, screenshot_dir: P
     app = DashboardApp(session, theme=theme)
     app.screenshot_dir = screenshot_dir
     app.handle_signals = True
-    if os.name == "posix":
+    if os.name == "posix" and textual_private.fast("driver"):
         app.driver_class = GuardedLinuxDriver
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)}
     try:

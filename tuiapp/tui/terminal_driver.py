@@ -30,9 +30,9 @@ from codecs import getincrementaldecoder
 from collections.abc import Callable
 from typing import IO, Any
 
-from textual._parser import ParseError
-from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
+
+from tuiapp.tui import textual_private
 
 # errno values that mean the terminal (or whatever fd 0/2 pointed to) is gone for good
 GONE_ERRNOS = frozenset({errno.EIO, errno.EPIPE, errno.EBADF, errno.ENXIO, errno.ECONNRESET})
@@ -147,10 +147,10 @@ class GuardedLinuxDriver(LinuxDriver):
     # ---------------------------------------------------------------- output
 
     def write(self, data: str) -> None:
-        writer = self._writer_thread
+        writer = textual_private.writer_thread(self)
         if writer is None or self._file.dead:
             return
-        pending = getattr(writer, "_queue", None)
+        pending = textual_private.writer_queue(writer)
         if pending is None:  # a Textual without the bounded queue: nothing to guard
             writer.write(data)
             return
@@ -168,12 +168,12 @@ class GuardedLinuxDriver(LinuxDriver):
                     return
 
     def close(self) -> None:
-        writer = self._writer_thread
+        writer = textual_private.writer_thread(self)
         if writer is None:
             return
         wait_s = 0.5 if self._abandoned.is_set() else 2.0
         try:
-            writer._queue.put(None, timeout=wait_s)
+            textual_private.writer_queue(writer).put(None, timeout=wait_s)
         except (queue.Full, AttributeError):
             pass
         writer.join(timeout=wait_s)
@@ -218,13 +218,13 @@ class GuardedLinuxDriver(LinuxDriver):
         selector.register(self.fileno, selectors.EVENT_READ)
         if wake_fd is not None:
             selector.register(wake_fd, selectors.EVENT_READ)
-        parser = XTermParser(self._debug)
+        parser = textual_private.private("XTermParser")(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
         try:
             while not exit_event.is_set():
                 # Block until input or exit, unless the parser has a timeout running (or this
                 # Textual hides whether it has one, or nothing would wake us).
-                waiting = wake_fd is None or getattr(parser, "_timeout_time", _POLL_S) is not None
+                waiting = wake_fd is None or textual_private.parser_waiting(parser, _POLL_S) is not None
                 for key, mask in selector.select(_POLL_S if waiting else None):
                     if not mask & selectors.EVENT_READ:
                         continue
@@ -246,5 +246,5 @@ class GuardedLinuxDriver(LinuxDriver):
             try:
                 for _event in parser.feed(""):
                     pass
-            except (EOFError, ParseError):
+            except (EOFError, textual_private.private("ParseError")):
                 pass

@@ -15,6 +15,8 @@ from rich.style import Style
 from textual.color import Color
 from textual.filter import ANSIToTruecolor
 
+from tuiapp.tui import textual_private
+
 
 def _converts(style: Style | None) -> bool:
     """Whether Textual's filter would change this style (an ANSI colour, or dim)."""
@@ -48,4 +50,5 @@ def lean_filters(filters: list) -> None:
     """Swap Textual's filter for the lean one in place, keeping its theme and enabled state."""
     for index, line_filter in enumerate(filters):
         if type(line_filter) is ANSIToTruecolor:
-            filters[index] = LeanTruecolor(line_filter._terminal_theme, enabled=line_filter.enabled)
+            filters[index] = LeanTruecolor(textual_private.terminal_theme(line_filter),
+                                           enabled=line_filter.enabled)
