@@ -26,7 +26,14 @@ from tuiapp.tui.screens.dashboard import TOGGLABLE, DashboardScreen
 from tuiapp.tui.screens.details import ConfirmScreen
 from tuiapp.tui.store import DashboardStore
 from tuiapp.tui.terminal_driver import GuardedLinuxDriver
-from tuiapp.tui.theme_files import DEFAULT_THEME, layout_paths, load_themes
+from tuiapp.tui.theme_files import (
+    DEFAULT_THEME,
+    ThemeFileError,
+    is_theme_path,
+    layout_paths,
+    load_all_themes,
+    load_theme,
+)
 from tuiapp.tui.truecolor import lean_filters
 
 SPEEDS = (1, 2, 4, 8, 16, 32, 64)
@@ -68,15 +75,23 @@ class DashboardApp(App[int]):
         # figures and requests are only painted by the next frame: they wait for it (the
         # dashboard sets when) instead of waking the reader per burst.
         self.events = session.bus.subscribe("tui", maxlen=100_000, lazy_kinds=DENSE_KINDS)
-        file_themes = load_themes()
+        from tuiapp.common.errors import UsageError
+
+        try:
+            file_themes = load_all_themes()
+            name = theme or DEFAULT_THEME
+            if is_theme_path(name):  # --theme PATH.toml: that palette, chosen
+                chosen = load_theme(Path(name).expanduser())
+                file_themes = [t for t in file_themes if t.name != chosen.name] + [chosen]
+                name = chosen.name
+        except ThemeFileError as exc:
+            raise UsageError(f"theme: {exc}") from exc
         self.file_themes = [t.name for t in file_themes]
         for file_theme in file_themes:
             self.register_theme(file_theme)
-        name = theme or DEFAULT_THEME
         if name not in self.available_themes:
-            from tuiapp.common.errors import UsageError
-
-            raise UsageError(f"unknown theme {name!r}; choose from {', '.join(self.file_themes)}")
+            raise UsageError(f"unknown theme {name!r}; choose from {', '.join(self.file_themes)} "
+                             "or give a palette file (--theme PATH.toml)")
         self.theme = name
         self._stop = asyncio.Event()
         self._sources: Worker | None = None
