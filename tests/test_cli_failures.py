@@ -95,6 +95,7 @@ def test_a_closed_pipe_ends_quietly_with_141(args):
     assert proc.stderr == ""
 
 
+@pytest.mark.pty
 def test_headless_job_survives_its_terminal_and_exits_with_its_result(tmp_path):
     """The terminal of a headless job goes away (SIGHUP to it as session leader, then EIO on
     every print, the final summary included): it finishes its runs and exits 0, no traceback."""

@@ -143,6 +143,7 @@ def _input_thread_on_a_pty(monkeypatch):
     return driver, thread, master, slave, keys, timeouts, os
 
 
+@pytest.mark.pty
 async def test_the_input_thread_sleeps_until_input_or_exit(monkeypatch):
     driver, thread, master, slave, keys, timeouts, os = _input_thread_on_a_pty(monkeypatch)
     try:
@@ -162,6 +163,7 @@ async def test_the_input_thread_sleeps_until_input_or_exit(monkeypatch):
         os.close(slave)
 
 
+@pytest.mark.pty
 async def test_a_lone_escape_still_times_out_into_a_key(monkeypatch):
     driver, thread, master, slave, keys, timeouts, os = _input_thread_on_a_pty(monkeypatch)
     try:
@@ -179,6 +181,7 @@ async def test_a_lone_escape_still_times_out_into_a_key(monkeypatch):
         os.close(slave)
 
 
+@pytest.mark.pty
 async def test_a_hang_up_still_ends_the_input_thread(monkeypatch):
     driver, thread, master, slave, keys, timeouts, os = _input_thread_on_a_pty(monkeypatch)
     gone: list[str] = []

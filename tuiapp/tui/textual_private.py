@@ -105,17 +105,17 @@ def _probe() -> tuple[set[str], dict[str, Any], list[str]]:
     names: dict[str, Any] = {}
     missing: list[str] = []
     for path in FAST_PATHS:
-        if path not in WANTED:
-            continue
         try:
             lacks, found = _CHECKS[path]()
         except (ImportError, AttributeError) as exc:  # a private module or name that moved
             lacks, found = [f"{path}: {exc}"], {}
         if lacks:
-            missing += lacks
+            if path in WANTED:  # one switched off is nobody's concern
+                missing += lacks
         else:
-            on.add(path)
             names.update(found)
+            if path in WANTED:
+                on.add(path)
     return on, names, missing
 
 
