@@ -15,7 +15,6 @@ from tuiapp.session import Session
 from tuiapp.tui import banded_update, textual_private
 from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.terminal_driver import GuardedLinuxDriver
-from tuiapp.tui.truecolor import LeanTruecolor
 from tuiapp.tui.widgets.panel import Panel
 
 EVENTS = read_events(Path(__file__).parent / "data" / "tui" / "dashboard.jsonl")
@@ -50,7 +49,7 @@ def test_a_missing_internal_turns_its_path_off_with_one_warning_line():
              "del c.Compositor._regions_to_spans\n"
              "del w._RenderCache\n")
     done = probe(None, moved)
-    assert done.stdout.strip() == "['driver', 'truecolor']"
+    assert done.stdout.strip() == "['driver']"
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "Compositor._regions_to_spans" in lines[0] and "_RenderCache" in lines[0]
@@ -85,8 +84,7 @@ async def dashboard_screen(size) -> tuple[list[str], DashboardApp]:
 
 @pytest.mark.parametrize("size", [(100, 30), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
 async def test_the_dashboard_with_the_fast_paths_off_shows_the_same_screen(monkeypatch, size):
-    fast_shown, fast_app = await dashboard_screen(size)
-    assert any(isinstance(f, LeanTruecolor) for f in textual_private.app_filters(fast_app))
+    fast_shown, _fast_app = await dashboard_screen(size)
 
     monkeypatch.setattr(textual_private, "ON", set())
     installed: list[object] = []
@@ -95,12 +93,11 @@ async def test_the_dashboard_with_the_fast_paths_off_shows_the_same_screen(monke
     strip_makers: list[object] = []
     monkeypatch.setattr(Panel, "_changed_lines", lambda self, text, own=Panel._changed_lines:
                         strip_makers.append(own(self, text)) or own(self, text))
-    plain_shown, plain_app = await dashboard_screen(size)
+    plain_shown, _plain_app = await dashboard_screen(size)
 
-    # Textual's own paths were taken: its compositor update, its filter, whole-panel refreshes
+    # Textual's own paths were taken: its compositor update, whole-panel refreshes
     compositor = textual_private.compositor(installed[0])
     assert compositor.render_partial_update.__func__ is type(compositor).render_partial_update
-    assert not any(isinstance(f, LeanTruecolor) for f in textual_private.app_filters(plain_app))
     assert strip_makers and all(lines is None for lines in strip_makers)
     assert sum("tok/s" in line for line in plain_shown) >= 1  # the dashboard is drawn, with figures
     for y, (a, b) in enumerate(zip(fast_shown, plain_shown, strict=True)):

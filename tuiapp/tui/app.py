@@ -34,7 +34,6 @@ from tuiapp.tui.theme_files import (
     load_all_themes,
     load_theme,
 )
-from tuiapp.tui.truecolor import lean_filters
 
 SPEEDS = (1, 2, 4, 8, 16, 32, 64)
 SEEK_S = 10.0
@@ -66,8 +65,6 @@ class DashboardApp(App[int]):
 
     def __init__(self, session: SessionView, *, theme: str | None = None) -> None:
         super().__init__()
-        if textual_private.fast("truecolor"):
-            lean_filters(textual_private.app_filters(self))
         self.session = session
         self.store = DashboardStore()
         self.animation_level = "none"
@@ -105,11 +102,6 @@ class DashboardApp(App[int]):
         rarely has (the save failed); here it goes to --screenshot-dir or the current directory."""
         target = path or str(self.screenshot_dir or Path.cwd())
         return super().deliver_screenshot(filename, target, time_format)
-
-    def _refresh_truecolor_filter(self, theme) -> None:
-        super()._refresh_truecolor_filter(theme)  # a new theme: Textual makes its own filter again
-        if textual_private.fast("truecolor"):
-            lean_filters(textual_private.app_filters(self))
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {"pcie-rx": "#3A9AD9", "pcie-tx": "#F0A202"}

@@ -14,8 +14,7 @@ The fast paths (docs/dashboard.md has what each saves):
 
 * ``banded``: a partial screen update renders only the rows it sends (banded_update.py);
 * ``render``: a panel's text becomes strips through the memoised StripMaker (widgets/panel.py);
-* ``driver``: the Linux driver that survives a terminal going away (terminal_driver.py);
-* ``truecolor``: the ANSI-to-truecolor line filter without its per-style cache lookups.
+* ``driver``: the Linux driver that survives a terminal going away (terminal_driver.py).
 """
 
 from __future__ import annotations
@@ -25,7 +24,7 @@ import sys
 from typing import Any
 
 FAST_ENV = "TUIAPP_TEXTUAL_FAST"
-FAST_PATHS = ("banded", "render", "driver", "truecolor")
+FAST_PATHS = ("banded", "render", "driver")
 
 
 def _assigns(cls: type, method: str, *names: str) -> list[str]:
@@ -78,18 +77,7 @@ def _check_driver() -> tuple[list[str], dict[str, Any]]:
     return missing, {"ParseError": ParseError, "XTermParser": XTermParser}
 
 
-def _check_truecolor() -> tuple[list[str], dict[str, Any]]:
-    from textual.app import App
-    from textual.filter import ANSIToTruecolor
-
-    missing = _has(App, "_refresh_truecolor_filter")
-    missing += _assigns(App, "__init__", "_filters")
-    missing += _assigns(ANSIToTruecolor, "__init__", "_terminal_theme")
-    return missing, {}
-
-
-_CHECKS = {"banded": _check_banded, "render": _check_render, "driver": _check_driver,
-           "truecolor": _check_truecolor}
+_CHECKS = {"banded": _check_banded, "render": _check_render, "driver": _check_driver}
 
 
 def _wanted(value: str | None) -> set[str]:
@@ -171,14 +159,6 @@ def writer_queue(writer: Any) -> Any:
 
 def parser_waiting(parser: Any, default: float) -> Any:
     return getattr(parser, "_timeout_time", default)
-
-
-def app_filters(app: Any) -> list:
-    return app._filters
-
-
-def terminal_theme(line_filter: Any) -> Any:
-    return line_filter._terminal_theme
 
 
 def writer_thread(driver: Any) -> Any:
