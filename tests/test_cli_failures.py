@@ -43,6 +43,7 @@ def test_argparse_errors_are_one_line_exit_2(args, says):
     assert _one_line(out.stderr).startswith(says), out.stderr
 
 
+@pytest.mark.slow
 def test_a_server_that_accepts_and_never_answers_is_named_so():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
