@@ -15,6 +15,9 @@ The fast paths (docs/dashboard.md has what each saves):
 * ``banded``: a partial screen update renders only the rows it sends (banded_update.py);
 * ``render``: a panel's text becomes strips through the memoised StripMaker (widgets/panel.py);
 * ``driver``: the Linux driver that survives a terminal going away (terminal_driver.py).
+
+A fast path that saved nothing measurable was removed rather than kept behind the switch
+(docs/dashboard.md has the figures).
 """
 
 from __future__ import annotations
@@ -155,10 +158,6 @@ def dirty_regions(compositor: Any) -> set:
 
 def writer_queue(writer: Any) -> Any:
     return getattr(writer, "_queue", None)
-
-
-def parser_waiting(parser: Any, default: float) -> Any:
-    return getattr(parser, "_timeout_time", default)
 
 
 def writer_thread(driver: Any) -> Any:
