@@ -29,7 +29,7 @@ DEFAULT_TESTS = [
 
 
 def pytest_cmd(*args: str) -> list[str]:
-    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *args]
+    return [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-n", "0", *args]  # one test: no workers
 
 
 def slowest(paths: list[str], k: int) -> list[str]:

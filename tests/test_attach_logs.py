@@ -82,6 +82,7 @@ def test_attach_flags_a_fault_the_simulator_writes_to_its_log(tmp_path: Path, ho
     assert "ranks=3" in lines[-1]  # the simulator's victim rank
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("mode", ["log", "log-cmd"])
 def test_alert_delay_p99_through_log_sources(mode: str) -> None:
     r = subprocess.run(

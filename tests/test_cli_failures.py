@@ -43,6 +43,7 @@ def test_argparse_errors_are_one_line_exit_2(args, says):
     assert _one_line(out.stderr).startswith(says), out.stderr
 
 
+@pytest.mark.slow
 def test_a_server_that_accepts_and_never_answers_is_named_so():
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -95,6 +96,7 @@ def test_a_closed_pipe_ends_quietly_with_141(args):
     assert proc.stderr == ""
 
 
+@pytest.mark.pty
 def test_headless_job_survives_its_terminal_and_exits_with_its_result(tmp_path):
     """The terminal of a headless job goes away (SIGHUP to it as session leader, then EIO on
     every print, the final summary included): it finishes its runs and exits 0, no traceback."""

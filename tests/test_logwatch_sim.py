@@ -121,6 +121,7 @@ async def test_kv_pressure_is_a_warning_and_nan_is_not_a_log_alert() -> None:
     assert [(a.alert_kind, a.severity) for a in alerts] == [("kv_pressure", "warning")]
 
 
+@pytest.mark.slow
 async def test_healthy_run_with_spec_decoding_raises_nothing() -> None:
     events: list = []
     alerts = await run_sim(["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "lightseekorg/kimi-k2.5-eagle3",

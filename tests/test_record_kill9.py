@@ -9,12 +9,15 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from tuiapp.events import Alert
 from tuiapp.record.reading import read_recording
 
 PLAN = Path(__file__).parent / "data" / "trials" / "sim_short.toml"
 
 
+@pytest.mark.slow
 def test_kill_9_half_way_keeps_every_alert(tmp_path):
     rec = tmp_path / "run.jsonl"
     cmd = [sys.executable, "-m", "tuiapp", "trials", str(PLAN), "--sim", "--sim-speed", "50",

@@ -80,7 +80,7 @@ async def test_speed_change_mid_play_and_clamping(tmp_path: Path) -> None:
     task = asyncio.create_task(replay.run(bus))
     start = time.monotonic()
     await _until(lambda: len(bus.events) == 2)
-    assert 0.95 <= time.monotonic() - start < 3.0  # 64 s at x64
+    assert time.monotonic() - start >= 0.95  # 64 s at x64: paced, not at once
     task.cancel()
 
 

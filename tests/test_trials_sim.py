@@ -33,6 +33,7 @@ def plan_run(tmp_path_factory):
     return tmp, code, rows
 
 
+@pytest.mark.slow
 def test_every_trial_has_a_row_and_the_plan_goes_on(plan_run):
     tmp, code, rows = plan_run
     assert code == 0
@@ -98,6 +99,7 @@ def test_custom_allreduce_is_a_slower_dead_end_against_its_base(plan_run):
     assert row["pcie_avg_bytes_s"] > 10 * rows["new"]["pcie_avg_bytes_s"]
 
 
+@pytest.mark.slow
 def test_resume_runs_only_what_is_missing(plan_run, tmp_path):
     tmp, _code, rows = plan_run
     shutil.copy(tmp / "ledger.json", tmp_path / "ledger.json")
@@ -120,6 +122,7 @@ def test_resume_runs_only_what_is_missing(plan_run, tmp_path):
     assert resumed["custom-ar"]["runs_decode_tok_s"] != rows["custom-ar"]["runs_decode_tok_s"]
 
 
+@pytest.mark.slow
 def test_isolate_attributes_the_gain_knob_by_knob(tmp_path, capsys):
     code, rows = _trials(tmp_path, "--isolate", "new", plan=DATA / "isolate_sim.toml")
     out = capsys.readouterr().out

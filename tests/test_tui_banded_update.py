@@ -3,6 +3,7 @@ what Textual's own partial update sends, frame after frame, at every layout."""
 
 import re
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 from session_helpers import idle, paint_in_slices  # tests/ is on the path
@@ -52,7 +53,8 @@ async def test_partial_updates_send_what_textual_sends(monkeypatch, size):
         return ours
 
     monkeypatch.setattr(banded_update, "install",
-                        lambda compositor: setattr(compositor, "render_partial_update", both.__get__(compositor)))
+                        lambda screen: setattr(screen._compositor, "render_partial_update",
+                                                       both.__get__(screen._compositor)))
     async with app.run_test(size=size) as pilot:
         await paint_in_slices(pilot, session.bus, EVENTS, 25)
     assert len(compared) > 10 and sum(compared) > 100  # many frames, each a partial update
@@ -80,7 +82,7 @@ def test_falls_back_to_textuals_own_update_for_good_if_ours_raises():
             return "textual's own"
 
     compositor = Moved()
-    banded_update.install(compositor)
+    banded_update.install(SimpleNamespace(_compositor=compositor))
     assert compositor.render_partial_update() == "textual's own"
     assert compositor.render_partial_update.__func__ is Moved.render_partial_update  # for good
     assert compositor.own_calls == 1

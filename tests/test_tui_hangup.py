@@ -23,6 +23,8 @@ import pytest
 
 from tuiapp.server.ports import free_port
 
+pytestmark = [pytest.mark.pty, pytest.mark.slow]
+
 GONE_WITHIN_S = 5.0
 
 

@@ -41,10 +41,11 @@ async def test_a_run_shows_at_once_right_after_a_frame():
                                 decode_tok_s=77.7))
         bus.publish(RunDone(run_index=0, requests=1, duration_s=2.9, decode_tok_s=77.7, output_tok_s=75.0))
         bus.publish(BenchSummary(runs=1, mean_decode_tok_s=77.7, sd_decode_tok_s=None))
-        while "n=1" not in _screen_text(panel) and time.monotonic() - t0 < FRAME_S:
+        while "n=1" not in _screen_text(panel) and time.monotonic() - t0 < 10 * FRAME_S:  # hang guard
             await asyncio.sleep(0.01)
         shown_s = time.monotonic() - t0
         text = _screen_text(panel)
         assert "n=1" in text and "run 77.7" in text and "req 77.7" in text
-        assert shown_s < 0.3 * FRAME_S
-        assert dashboard._frame_s == frame_s  # shown by the run's own paint, before any frame
+        # shown by the run's own paint: no frame ran meanwhile (a wall-clock bound would flake on
+        # a loaded box; the frame's own stamp says whether one ran)
+        assert dashboard._frame_s == frame_s, f"shown only by a frame, {shown_s:.2f} s later"

@@ -21,12 +21,19 @@ from textual.worker import Worker
 
 from tuiapp.controls import SessionView
 from tuiapp.events import DENSE_KINDS
+from tuiapp.tui import textual_private
 from tuiapp.tui.screens.dashboard import TOGGLABLE, DashboardScreen
 from tuiapp.tui.screens.details import ConfirmScreen
 from tuiapp.tui.store import DashboardStore
 from tuiapp.tui.terminal_driver import GuardedLinuxDriver
-from tuiapp.tui.theme_files import DEFAULT_THEME, layout_paths, load_themes
-from tuiapp.tui.truecolor import lean_filters
+from tuiapp.tui.theme_files import (
+    DEFAULT_THEME,
+    ThemeFileError,
+    is_theme_path,
+    layout_paths,
+    load_all_themes,
+    load_theme,
+)
 
 SPEEDS = (1, 2, 4, 8, 16, 32, 64)
 SEEK_S = 10.0
@@ -58,7 +65,6 @@ class DashboardApp(App[int]):
 
     def __init__(self, session: SessionView, *, theme: str | None = None) -> None:
         super().__init__()
-        lean_filters(self._filters)
         self.session = session
         self.store = DashboardStore()
         self.animation_level = "none"
@@ -66,15 +72,23 @@ class DashboardApp(App[int]):
         # figures and requests are only painted by the next frame: they wait for it (the
         # dashboard sets when) instead of waking the reader per burst.
         self.events = session.bus.subscribe("tui", maxlen=100_000, lazy_kinds=DENSE_KINDS)
-        file_themes = load_themes()
+        from tuiapp.common.errors import UsageError
+
+        try:
+            file_themes = load_all_themes()
+            name = theme or DEFAULT_THEME
+            if is_theme_path(name):  # --theme PATH.toml: that palette, chosen
+                chosen = load_theme(Path(name).expanduser())
+                file_themes = [t for t in file_themes if t.name != chosen.name] + [chosen]
+                name = chosen.name
+        except ThemeFileError as exc:
+            raise UsageError(f"theme: {exc}") from exc
         self.file_themes = [t.name for t in file_themes]
         for file_theme in file_themes:
             self.register_theme(file_theme)
-        name = theme or DEFAULT_THEME
         if name not in self.available_themes:
-            from tuiapp.common.errors import UsageError
-
-            raise UsageError(f"unknown theme {name!r}; choose from {', '.join(self.file_themes)}")
+            raise UsageError(f"unknown theme {name!r}; choose from {', '.join(self.file_themes)} "
+                             "or give a palette file (--theme PATH.toml)")
         self.theme = name
         self._stop = asyncio.Event()
         self._sources: Worker | None = None
@@ -88,10 +102,6 @@ class DashboardApp(App[int]):
         rarely has (the save failed); here it goes to --screenshot-dir or the current directory."""
         target = path or str(self.screenshot_dir or Path.cwd())
         return super().deliver_screenshot(filename, target, time_format)
-
-    def _refresh_truecolor_filter(self, theme) -> None:
-        super()._refresh_truecolor_filter(theme)  # a new theme: Textual makes its own filter again
-        lean_filters(self._filters)
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return {"pcie-rx": "#3A9AD9", "pcie-tx": "#F0A202"}
@@ -113,7 +123,7 @@ class DashboardApp(App[int]):
             # a terminal that takes no output, and it tells the driver to stop waiting.
             for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT):
                 signal.signal(sig, self._on_signal)
-            driver = self._driver
+            driver = textual_private.app_driver(self)
             if isinstance(driver, GuardedLinuxDriver):
                 driver.on_gone = self._on_terminal_gone
                 if driver.terminal_gone:  # it died before we were listening
@@ -145,7 +155,7 @@ class DashboardApp(App[int]):
             self._begin_shutdown()
 
     def _on_signal(self, signum: int, _frame: object) -> None:
-        driver = self._driver
+        driver = textual_private.app_driver(self)
         if isinstance(driver, GuardedLinuxDriver):
             driver.abandon()
         _start_backstop()
@@ -156,7 +166,7 @@ class DashboardApp(App[int]):
 
     def _on_terminal_gone(self, reason: str) -> None:
         """Called once, from any thread, when the terminal is gone (EOF/EIO, a closed pty)."""
-        _silence_dead_terminal(self._driver)
+        _silence_dead_terminal(textual_private.app_driver(self))
         _start_backstop()
         try:
             self._loop.call_soon_threadsafe(self._terminal_gone, reason)
@@ -326,7 +336,7 @@ def run_app(session: SessionView, *, theme: str | None = None, screenshot_dir: P
     app = DashboardApp(session, theme=theme)
     app.screenshot_dir = screenshot_dir
     app.handle_signals = True
-    if os.name == "posix":
+    if os.name == "posix" and textual_private.fast("driver"):
         app.driver_class = GuardedLinuxDriver
     previous = {sig: signal.getsignal(sig) for sig in (signal.SIGHUP, signal.SIGTERM, signal.SIGINT)}
     try:

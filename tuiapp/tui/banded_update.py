@@ -16,27 +16,28 @@ is sent against Textual's own partial update, frame by frame.
 from __future__ import annotations
 
 from types import MethodType
+from typing import Any
 
-from textual._compositor import ChopsUpdate, Compositor
 from textual.geometry import Region
 
-_USES = ("_dirty_regions", "_regions_to_spans", "cuts", "visible_widgets", "size")
+from tuiapp.tui import textual_private
 
 
-def install(compositor: Compositor) -> None:
-    """Ours for this compositor's partial updates, where its internals are the ones this was
-    written against (textual 8.x); if ours ever raises, Textual's own from then on."""
-    if not all(hasattr(compositor, name) for name in _USES):
+def install(screen: Any) -> None:
+    """Ours for this screen's partial updates, where the internals it needs were found at
+    start (textual_private); if ours ever raises, Textual's own from then on."""
+    if not textual_private.fast("banded"):
         return
+    compositor = textual_private.compositor(screen)
     own = compositor.render_partial_update
     ours = MethodType(render_partial_update, compositor)
 
-    def render() -> ChopsUpdate | None:
-        dirty = compositor._dirty_regions.copy()
+    def render():
+        dirty = textual_private.dirty_regions(compositor).copy()
         try:
             return ours()
         except Exception:  # an internal that moved: a frame must still be drawn, right
-            compositor._dirty_regions.update(dirty)
+            textual_private.dirty_regions(compositor).update(dirty)
             compositor.render_partial_update = own
             return own()
 
@@ -57,7 +58,7 @@ def _bands(regions) -> list[Region]:
     return [Region(x1, y1, x2 - x1, y2 - y1) for x1, y1, x2, y2 in bands]
 
 
-def _shown_widgets(self: Compositor) -> list:
+def _shown_widgets(self) -> list:
     """The visible widgets that show at least one chop, front to back (with region and clip).
 
     A container whose children cover it (the dashboard's rows and columns, the screen itself)
@@ -86,13 +87,15 @@ def _shown_widgets(self: Compositor) -> list:
     return shown
 
 
-def render_partial_update(self: Compositor) -> ChopsUpdate | None:
-    update_regions = self._dirty_regions.copy()
-    self._dirty_regions.clear()
+def render_partial_update(self):
+    """The compositor's ``render_partial_update`` (a ChopsUpdate or None), band by band."""
+    dirty = textual_private.dirty_regions(self)
+    update_regions = dirty.copy()
+    dirty.clear()
     if not update_regions:
         return None
     screen_region = self.size.region
-    spans = list(self._regions_to_spans(update_regions))
+    spans = list(self._regions_to_spans(update_regions))  # noqa: SLF001 - checked in textual_private
     is_rendered_line = {y for y, _, _ in spans}.__contains__
     cuts = self.cuts
     chops = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
@@ -124,4 +127,4 @@ def render_partial_update(self: Compositor) -> ChopsUpdate | None:
                     if get(cut) is None:  # front to back: the first strip for a cut wins
                         chops_line[cut] = piece
     chop_ends = [cut_set[1:] for cut_set in cuts]
-    return ChopsUpdate(chops, spans, chop_ends)
+    return textual_private.private("ChopsUpdate")(chops, spans, chop_ends)

@@ -15,8 +15,7 @@ and writes EIO, and the input thread spins.
   :meth:`abandon` was called (a signal handler calls it, so SIGTERM works with a stuck tty);
 * SIGCONT resumes only after a real suspension (Ctrl+Z);
 * the input thread stops on EOF/EIO of a tty instead of spinning or panicking;
-* ``on_gone`` (given by the app) is called once, from whichever thread saw it first;
-* the input thread sleeps until input or exit (a wake pipe), not 10 times a second.
+* ``on_gone`` (given by the app) is called once, from whichever thread saw it first.
 """
 
 from __future__ import annotations
@@ -30,48 +29,14 @@ from codecs import getincrementaldecoder
 from collections.abc import Callable
 from typing import IO, Any
 
-from textual._parser import ParseError
-from textual._xterm_parser import XTermParser
 from textual.drivers.linux_driver import LinuxDriver
+
+from tuiapp.tui import textual_private
 
 # errno values that mean the terminal (or whatever fd 0/2 pointed to) is gone for good
 GONE_ERRNOS = frozenset({errno.EIO, errno.EPIPE, errno.EBADF, errno.ENXIO, errno.ECONNRESET})
 _PUT_WAIT_S = 0.25
-_POLL_S = 0.1  # Textual's select timeout: kept while the parser waits out a lone ESC
-
-
-class WakingEvent(threading.Event):
-    """The driver's exit flag: setting it also wakes the input thread's select, which can then
-    block without a timeout (Textual polls the flag 10 times a second, a wake-up each time)."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self._lock = threading.Lock()
-        self._wake_fd: int | None = None
-
-    def open_wake_pipe(self) -> int:
-        """A pipe whose read end turns readable at set(); returns that end."""
-        read_fd, write_fd = os.pipe()
-        os.set_blocking(write_fd, False)
-        with self._lock:
-            self._wake_fd = write_fd
-        return read_fd
-
-    def close_wake_pipe(self, read_fd: int) -> None:
-        with self._lock:
-            write_fd, self._wake_fd = self._wake_fd, None
-        for fd in (read_fd, write_fd):
-            if fd is not None:
-                os.close(fd)
-
-    def set(self) -> None:
-        super().set()
-        with self._lock:
-            if self._wake_fd is not None:
-                try:
-                    os.write(self._wake_fd, b"x")
-                except BlockingIOError:  # full: it is readable already
-                    pass
+_POLL_S = 0.1  # Textual's select timeout
 
 
 class TerminalFile:
@@ -118,7 +83,6 @@ class GuardedLinuxDriver(LinuxDriver):
         self._abandoned = threading.Event()
         self._suspended = False
         self._file = TerminalFile(self._file, self._output_failed)
-        self.exit_event = WakingEvent()
 
     # ---------------------------------------------------------------- terminal gone
 
@@ -147,10 +111,10 @@ class GuardedLinuxDriver(LinuxDriver):
     # ---------------------------------------------------------------- output
 
     def write(self, data: str) -> None:
-        writer = self._writer_thread
+        writer = textual_private.writer_thread(self)
         if writer is None or self._file.dead:
             return
-        pending = getattr(writer, "_queue", None)
+        pending = textual_private.writer_queue(writer)
         if pending is None:  # a Textual without the bounded queue: nothing to guard
             writer.write(data)
             return
@@ -168,12 +132,12 @@ class GuardedLinuxDriver(LinuxDriver):
                     return
 
     def close(self) -> None:
-        writer = self._writer_thread
+        writer = textual_private.writer_thread(self)
         if writer is None:
             return
         wait_s = 0.5 if self._abandoned.is_set() else 2.0
         try:
-            writer._queue.put(None, timeout=wait_s)
+            textual_private.writer_queue(writer).put(None, timeout=wait_s)
         except (queue.Full, AttributeError):
             pass
         writer.join(timeout=wait_s)
@@ -213,23 +177,15 @@ class GuardedLinuxDriver(LinuxDriver):
             super().run_input_thread()
             return
         exit_event = self.exit_event
-        wake_fd = exit_event.open_wake_pipe() if isinstance(exit_event, WakingEvent) else None
         selector = selectors.SelectSelector()
         selector.register(self.fileno, selectors.EVENT_READ)
-        if wake_fd is not None:
-            selector.register(wake_fd, selectors.EVENT_READ)
-        parser = XTermParser(self._debug)
+        parser = textual_private.private("XTermParser")(self._debug)
         decode = getincrementaldecoder("utf-8")().decode
         try:
             while not exit_event.is_set():
-                # Block until input or exit, unless the parser has a timeout running (or this
-                # Textual hides whether it has one, or nothing would wake us).
-                waiting = wake_fd is None or getattr(parser, "_timeout_time", _POLL_S) is not None
-                for key, mask in selector.select(_POLL_S if waiting else None):
+                # Textual's timeout: the exit flag is polled, and a lone ESC times out into a key
+                for _key, mask in selector.select(_POLL_S):
                     if not mask & selectors.EVENT_READ:
-                        continue
-                    if key.fd == wake_fd:
-                        os.read(wake_fd, 64)
                         continue
                     data = os.read(self.fileno, 1024 * 4)
                     if not data:
@@ -241,10 +197,8 @@ class GuardedLinuxDriver(LinuxDriver):
                     self.process_message(event)
         finally:
             selector.close()
-            if wake_fd is not None:
-                exit_event.close_wake_pipe(wake_fd)
             try:
                 for _event in parser.feed(""):
                     pass
-            except (EOFError, ParseError):
+            except (EOFError, textual_private.private("ParseError")):
                 pass

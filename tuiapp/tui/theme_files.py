@@ -1,11 +1,16 @@
-"""Theme palettes (tuiapp/tui/themes/*.toml) and layout files (themes/*.tcss): package data.
+"""Theme palettes (*.toml) and layout files (*.tcss): the shipped ones and the user's.
 
-A palette is validated by a pydantic model so a typo names the
-file and the field instead of failing deep inside Textual.
+The shipped ones live in the repository's top-level ``themes/``; the wheel carries them as
+``tuiapp/themes/`` (pyproject's force-include), and a source checkout (an editable install)
+reads the top-level folder itself. A user's own palettes are every ``*.toml`` in
+``$XDG_CONFIG_HOME/tuiapp/themes/`` (``~/.config/tuiapp/themes/``), and ``--theme PATH.toml``
+names one file. A palette is validated by a pydantic model so a typo names the file and the
+field instead of failing deep inside Textual.
 """
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -16,13 +21,25 @@ try:
 except ModuleNotFoundError:  # Python 3.10
     import tomli as tomllib  # type: ignore[no-redef]
 
-_THEMES_DIR = Path(__file__).resolve().parent / "themes"
+_PACKAGE_DIR = Path(__file__).resolve().parent.parent
 DEFAULT_THEME = "nv-dark"
 LAYOUT_FILES = ("dashboard.tcss", "screens.tcss")
 
 
 def themes_dir() -> Path:
-    return _THEMES_DIR
+    """The shipped palettes and layouts: in the wheel, else the source checkout's themes/."""
+    installed = _PACKAGE_DIR / "themes"
+    return installed if installed.is_dir() else _PACKAGE_DIR.parent / "themes"
+
+
+def user_themes_dir() -> Path:
+    config = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(config) / "tuiapp" / "themes"
+
+
+def is_theme_path(theme: str) -> bool:
+    """Whether ``--theme`` names a file rather than a theme."""
+    return theme.endswith(".toml") or os.sep in theme
 
 
 class Palette(BaseModel):
@@ -54,6 +71,8 @@ class ThemeFileError(ValueError):
 def load_theme(path: Path) -> Theme:
     try:
         palette = Palette.model_validate(tomllib.loads(path.read_text(encoding="utf-8")))
+    except OSError as exc:
+        raise ThemeFileError(f"{path}: {exc.strerror or exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ThemeFileError(f"{path}: {exc}") from exc
     except ValidationError as exc:
@@ -67,6 +86,15 @@ def load_themes(directory: Path | None = None) -> list[Theme]:
     """Every palette in the themes directory, sorted by file name."""
     directory = directory or themes_dir()
     return [load_theme(path) for path in sorted(directory.glob("*.toml"))]
+
+
+def load_all_themes() -> list[Theme]:
+    """The shipped palettes, then the user's (one of the same name takes the shipped one's place)."""
+    themes = {theme.name: theme for theme in load_themes()}
+    user_dir = user_themes_dir()
+    if user_dir.is_dir():
+        themes.update((theme.name, theme) for theme in load_themes(user_dir))
+    return list(themes.values())
 
 
 def layout_paths(directory: Path | None = None) -> list[Path]:

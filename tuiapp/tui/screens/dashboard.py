@@ -69,7 +69,7 @@ class DashboardScreen(Screen):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        banded_update.install(self._compositor)  # a frame renders the rows it sends, not the screen
+        banded_update.install(self)  # a frame renders the rows it sends, not the screen
         self.query_one("#throughput").border_title = "decode tok/s"
         self.query_one("#acceptance").border_title = "acceptance"
         self.query_one("#latency").border_title = "latency"

@@ -9,8 +9,9 @@ from rich.style import Style
 from textual.geometry import Region
 from textual.strip import Strip
 from textual.visual import Visual, visualize
-from textual.widget import Widget, _RenderCache
+from textual.widget import Widget
 
+from tuiapp.tui import textual_private
 from tuiapp.tui.store import DashboardStore
 from tuiapp.tui.widgets.strips import StripMaker
 
@@ -48,6 +49,9 @@ class Panel(Widget):
         """Textual's own, except that the text becomes strips through the memoised StripMaker
         (Textual's Content costs ~10x as much for the same cells); Textual still decides when
         (a refresh, a resize or a new theme marks the widget dirty and lands here)."""
+        if not textual_private.fast("render"):
+            super()._render_content()
+            return
         width, height = self.size
         text = self.render()
         made = self.__dict__.pop("_made", None)
@@ -56,10 +60,9 @@ class Panel(Widget):
         else:
             strips = self._strip_maker.strips(self, text, width, height)
         if strips is None:
-            visual = visualize(self, text, markup=self._render_markup)
+            visual = visualize(self, text, markup=textual_private.render_markup(self))
             strips = Visual.to_strips(self, visual, width, height, self.visual_style)
-        self._render_cache = _RenderCache(self.size, strips)
-        self._dirty_regions.clear()
+        textual_private.render_cache(self, strips)
 
     def paint(self, force: bool = False, *, urgent: bool = False) -> None:
         """Refresh if the store changed what this panel shows (called by the dashboard's frame;
@@ -104,8 +107,10 @@ class Panel(Widget):
         Textual re-renders every line of a refreshed widget (borders, background, the colour
         filter, a new Strip or three per line) and the compositor re-cuts them all; a frame
         usually moves a figure or two, so only their lines are marked dirty."""
-        cache = self._render_cache
-        if self._dirty_regions or cache.size != self.size or self.text_selection is not None:
+        if not textual_private.fast("render"):
+            return None  # the lines on screen are Textual's to compare: all of them, then
+        cache = textual_private.cached_render(self)
+        if textual_private.dirty_regions(self) or cache.size != self.size or self.text_selection is not None:
             return None  # a whole repaint is pending anyway, or the lines on screen are not ours
         width, height = self.size
         strips = self._strip_maker.strips(self, text, width, height)
