@@ -70,6 +70,7 @@ async def test_concurrent_publishers_lose_nothing():
 async def test_lazy_kinds_ride_the_next_wake_or_the_tick_after_them(monkeypatch):
     """Dense events (GPU samples) do not wake a lazy reader; they come with the next event
     that does, or on the next tick of the lazy period; nothing is lost or reordered."""
+    from tuiapp.common.ticks import until_tick_s
     from tuiapp.events import DENSE_KINDS, GpuSample
 
     wakes = []
@@ -85,7 +86,9 @@ async def test_lazy_kinds_ride_the_next_wake_or_the_tick_after_them(monkeypatch)
             got.append((loop.time(), event.kind))
 
     reader = asyncio.create_task(read())
-    await asyncio.sleep(0)
+    # start just after a tick of the lazy period, so the next one is 0.19 s away (started
+    # anywhere, a tick fell inside the 10 ms windows below one run in twenty)
+    await asyncio.sleep(until_tick_s(0.2) + 0.01)
     for i in range(8):
         bus.publish(GpuSample(index=i))
     await asyncio.sleep(0.01)
