@@ -63,7 +63,7 @@ class Rig:
     async def drive(self, reqs: list[SimRequest], arrivals_s: list[float] | None = None) -> None:
         """Submit each request at its arrival time (default: all at once) and run to the end."""
         task = asyncio.create_task(self.sched.run())
-        pending = sorted(zip(arrivals_s or [0.0] * len(reqs), range(len(reqs))))
+        pending = sorted(zip(arrivals_s or [0.0] * len(reqs), range(len(reqs)), strict=True))
         t0 = self.clock.t
         turns = 0
         while any(r.finish_reason is None for r in reqs):
@@ -188,7 +188,7 @@ async def test_a_full_pool_retracts_requests_logs_counts_and_resumes_them() -> N
     assert all(r.completion_tokens == 200 and r.finish_reason["type"] == "length" for r in reqs)
     assert all(len(r.output_ids) == 200 for r in reqs)
     text = render_metrics(rig.server)
-    assert re.search(r"^sglang:num_retracted_requests_total\{.*\} %d\.0$" % total, text, re.M)
+    assert re.search(rf"^sglang:num_retracted_requests_total\{{.*\}} {total}\.0$", text, re.M)
     assert re.search(r"^sglang:num_retracted_reqs\{.*\} [1-9]", text, re.M)
     assert "sglang:num_retracted_output_tokens_total" in text
     # the pool was never overrun by a decode step
