@@ -50,10 +50,12 @@ class Result:
         self.first_send = float("inf")
         self.last_done = 0.0
         self.short = 0  # requests that ended with fewer tokens than asked
+        self.error = ""  # the first response that was not a 200 stream
 
 
 def body_for(rng: random.Random, input_tokens: int, output_tokens: int) -> bytes:
-    ids = [rng.randrange(100, 30000) for _ in range(input_tokens)]  # distinct prompts: no radix hits
+    # distinct prompts (no radix hits); ids below 4000: the real tier's tiny model has a 4096 vocab
+    ids = [rng.randrange(100, 4000) for _ in range(input_tokens)]
     return orjson.dumps({"input_ids": ids, "stream": True, "sampling_params": {
         "max_new_tokens": output_tokens, "ignore_eos": True, "temperature": 0}})
 
@@ -68,6 +70,9 @@ async def one_request(reader, writer, body: bytes, res: Result, want: int) -> bo
     while True:
         data = await reader.read(1 << 16)
         if not data:
+            return False
+        if first is None and not tail and not data.startswith(b"HTTP/1.1 200"):
+            res.error = res.error or data[:400].decode(errors="replace")
             return False
         if first is None and b"data: {" in data:
             first = time.monotonic()
@@ -156,6 +161,8 @@ def run_curve(label: str, port: int, pid: int, read_log, args, concurrencies: li
         mark = len(read_log())
         cpu0, me0, w0 = tree_cpu_s(pid), sum(psutil.Process().cpu_times()[:2]), time.monotonic()
         res = asyncio.run(closed_loop(port, c, total, args.input_tokens, args.output_tokens))
+        if not res.requests:
+            raise SystemExit(f"{label} at concurrency {c}: no request completed; first response: {res.error!r}")
         wall = time.monotonic() - w0
         cpu = tree_cpu_s(pid) - cpu0
         me = sum(psutil.Process().cpu_times()[:2]) - me0
