@@ -155,6 +155,8 @@ def log_stats(text: str) -> tuple[int, int]:
 
 
 def run_curve(label: str, port: int, pid: int, read_log, args, concurrencies: list[int]) -> list[dict]:
+    # a few requests first: the real server's first requests are slow (lazy init), not load
+    asyncio.run(closed_loop(port, 2, 4, args.input_tokens, args.output_tokens))
     rows = []
     for c in concurrencies:
         total = max(c * args.rounds, args.min_requests)
@@ -214,6 +216,8 @@ def main() -> None:
     ap.add_argument("--seconds", type=float, default=10.0, help="open-loop duration")
     ap.add_argument("--real-venv", type=Path, default=None, help="also the real SGLang CPU server (tools/sglang_cpu/setup.sh)")
     ap.add_argument("--real-concurrency", default=None, help="the real server's points (default: --concurrency)")
+    ap.add_argument("--real-log", type=Path, default=None, help="keep the real server's log here")
+    ap.add_argument("--skip-sim", action="store_true", help="only the real server's curve")
     args = ap.parse_args()
     concurrencies = [int(c) for c in args.concurrency.split(",")]
     print(f"input {args.input_tokens} tokens, output {args.output_tokens} tokens (ignore_eos), "
@@ -238,7 +242,7 @@ def main() -> None:
 
     print(HEADER)
     rows = []
-    for max_bs in args.max_bs.split(","):
+    for max_bs in [] if args.skip_sim else args.max_bs.split(","):
         with SimProcess(sim_argv(max_bs, args), speed=50) as sim:
             sim.wait_ready()
             rows += run_curve(f"sim max-bs {max_bs}", sim.port, sim.proc.pid, lambda s=sim: s.stderr, args,
@@ -249,7 +253,7 @@ def main() -> None:
         # no CUDA graphs on CPU; a later --max-total-tokens wins over server_argv's 65536
         extra = ["--max-total-tokens", str(args.max_total_tokens)] if args.max_total_tokens else []
         real_points = [int(c) for c in (args.real_concurrency or args.concurrency).split(",")]
-        with tempfile.TemporaryDirectory() as tmp, RealServer(args.real_venv, Path(tmp) / "server.log",
+        with tempfile.TemporaryDirectory() as tmp, RealServer(args.real_venv, args.real_log or Path(tmp) / "server.log",
                                                               free_port(), *extra) as real:
             real.wait_ready()
             rows += run_curve("real SGLang CPU", real.port, real.proc.pid, lambda: real.log, args, real_points)

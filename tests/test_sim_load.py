@@ -161,12 +161,12 @@ async def test_requests_queue_when_the_kv_pool_is_full() -> None:
     rig = Rig("--max-total-tokens", "2000")
     reqs = [rig.request(prompt(100, 1000 + 200 * i), 100) for i in range(16)]
     await rig.drive(reqs)
-    # each reserves 100 + 0.7 x 100 = 170 tokens: 11 fit in 2000, the rest wait
+    # a new request needs 100 in + 100 out + 1 page = 201 tokens: 9 fit in 2000, the rest wait
     first = [line for line in rig.log.lines if line.startswith("Prefill batch")][0]
-    assert "#new-seq: 11," in first and "#queue-req: 5," in first
-    queued = sorted(reqs, key=lambda r: r.t_admit)[11:]
+    assert "#new-seq: 9," in first and "#queue-req: 7," in first
+    queued = sorted(reqs, key=lambda r: r.t_admit)[9:]
     assert all(r.queue_s > 0 for r in queued)
-    assert all(r.queue_s == 0 for r in sorted(reqs, key=lambda r: r.t_admit)[:11])
+    assert all(r.queue_s == 0 for r in sorted(reqs, key=lambda r: r.t_admit)[:9])
     assert min(r.t_first for r in queued) > max(r.t_first for r in reqs if r not in queued)
     assert all(r.completion_tokens == 100 for r in reqs)
     assert rig.sched.h_queue.total == 16
@@ -174,8 +174,10 @@ async def test_requests_queue_when_the_kv_pool_is_full() -> None:
 
 
 async def test_a_full_pool_retracts_requests_logs_counts_and_resumes_them() -> None:
+    # a new request needs 10 + 300 + 1 tokens: 3 fit in the first batch; once running they
+    # reserve only 0.7 x their remaining output, so a 4th is admitted and 4 x 310 overruns 1000
     rig = Rig("--max-total-tokens", "1000")
-    reqs = [rig.request(prompt(50, 1000 + 100 * i), 200) for i in range(8)]
+    reqs = [rig.request(prompt(10, 1000 + 100 * i), 300) for i in range(6)]
     await rig.drive(reqs)
     retract = [line for line in rig.log.lines if line.startswith("KV cache pool is full.")]
     assert retract, "no retraction"
@@ -185,8 +187,13 @@ async def test_a_full_pool_retracts_requests_logs_counts_and_resumes_them() -> N
     total = sum(int(re.search(r"#retracted_reqs: (\d+)", line)[1]) for line in retract)
     assert rig.sched.retracted_total == total == sum(r.retractions for r in reqs)
     # every request still finishes with all its tokens, the retracted ones later
-    assert all(r.completion_tokens == 200 and r.finish_reason["type"] == "length" for r in reqs)
-    assert all(len(r.output_ids) == 200 for r in reqs)
+    assert all(r.completion_tokens == 300 and r.finish_reason["type"] == "length" for r in reqs)
+    assert all(len(r.output_ids) == 300 for r in reqs)
+    assert any(r.retractions for r in reqs)
+    roomy = Rig()  # the same requests (same salts) with room: a retraction changes no token
+    alone = [roomy.request(prompt(10, 1000 + 100 * i), 300) for i in range(6)]
+    await roomy.drive(alone)
+    assert [r.output_ids for r in reqs] == [r.output_ids for r in alone]
     text = render_metrics(rig.server)
     assert re.search(rf"^sglang:num_retracted_requests_total\{{.*\}} {total}\.0$", text, re.M)
     assert re.search(r"^sglang:num_retracted_reqs\{.*\} [1-9]", text, re.M)

@@ -8,9 +8,10 @@ next decode step (their prefill delays the running ones, as in SGLang without ov
 a batch of B requests shares each step (step time grows mildly with B, see model.py).
 
 Load, as SGLang 0.5.23's scheduler does it: a waiting request is admitted (FCFS, head of
-line blocks) when its uncached input plus new_token_ratio x min(max_new_tokens, 4096)
-fits in the KV pool beside the running requests' reservations; the ratio starts at 0.7
-and decays per decode step to 0.098. A decode step that does not fit retracts the
+line blocks) when its uncached input plus its whole min(max_new_tokens, 4096) plus one
+page fits in the KV pool beside what the running requests hold and reserve, each running
+one reserving new_token_ratio x its remaining output (schedule_policy.py add_one_req);
+the ratio starts at 0.7 and decays per decode step to 0.098. A decode step that does not fit retracts the
 requests with the fewest output tokens (ties: the longest input) until the rest have
 room for 20 more steps, logs "KV cache pool is full. Retract requests. ...", raises the
 ratio to what the kept ones need, and queues the retracted ones first again; a retracted
@@ -354,7 +355,7 @@ class Scheduler:
             if self.radix_cache and not r.resumed and r.prompt_tokens > 1:
                 cached = min(self.radix.match(r.prompt_ids), r.prompt_tokens - 1)
             extend = total - cached
-            need = total + r.remaining_new * self.new_token_ratio
+            need = total + r.remaining_new + 1  # the page the paged allocator may add
             # head of line waits for room; an empty server takes it whatever its size
             # (the pool bounds a request's length at the API, as max_req_input_len does)
             if pool and need > free and (batch or self.running):
@@ -368,7 +369,7 @@ class Scheduler:
                 r.t_admit = now
                 self.h_queue.observe(r.queue_s)
             batch.append(r)
-            free -= need
+            free -= need  # within a batch the whole estimate; once running, ratio x remaining
             new_tokens += extend
         return batch, new_tokens
 
