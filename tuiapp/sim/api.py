@@ -185,7 +185,7 @@ class Api:
             "storage_prefetch_wait": 0.0, "storage_staging_wait": 0.0,
             "forward_entry_time": r.t_arrive + wall_minus_mono,
             "prefill_finished_time": (r.t_first or r.t_arrive) + wall_minus_mono,
-            "queue_time": 0.0, "reasoning_tokens": 0, "completion_tokens": r.completion_tokens,
+            "queue_time": r.queue_s, "reasoning_tokens": 0, "completion_tokens": r.completion_tokens,
             "cached_tokens": r.cached_tokens,
         }
         if final:

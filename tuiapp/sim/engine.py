@@ -6,6 +6,18 @@ request, (completion_tokens - 1) / (e2e - ttft) equals the modelled rate to with
 timer wake-up jitter. Requests arriving while a batch decodes are prefilled before the
 next decode step (their prefill delays the running ones, as in SGLang without overlap);
 a batch of B requests shares each step (step time grows mildly with B, see model.py).
+
+Load, as SGLang 0.5.23's scheduler does it: a waiting request is admitted (FCFS, head of
+line blocks) when its uncached input plus its whole min(max_new_tokens, 4096) plus one
+page fits in the KV pool beside what the running requests hold and reserve, each running
+one reserving new_token_ratio x its remaining output (schedule_policy.py add_one_req);
+the ratio starts at 0.7 and decays per decode step to 0.098. A decode step that does not fit retracts the
+requests with the fewest output tokens (ties: the longest input) until the rest have
+room for 20 more steps, logs "KV cache pool is full. Retract requests. ...", raises the
+ratio to what the kept ones need, and queues the retracted ones first again; a retracted
+request re-prefills its input and output so far and keeps streaming. Prompts (and, at
+finish, prompt plus output) go into the radix cache (radix.py); a request's cached_tokens
+is its longest cached prefix. The clock is injectable (tests step it instead of sleeping).
 """
 
 from __future__ import annotations
@@ -17,10 +29,21 @@ from collections import deque
 from collections.abc import Callable
 
 from tuiapp.sim import textgen
-from tuiapp.sim.model import IDLE_BYTES_PER_S, Plan
+from tuiapp.sim.model import (
+    CLIP_MAX_NEW_TOKENS,
+    IDLE_BYTES_PER_S,
+    INIT_NEW_TOKEN_RATIO,
+    MIN_NEW_TOKEN_RATIO,
+    NEW_TOKEN_RATIO_DECAY,
+    RETRACT_DECODE_STEPS,
+    Plan,
+)
+from tuiapp.sim.radix import RadixCache
 
 TTFT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
 E2E_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
+QUEUE_BUCKETS = (0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 15.0, 20.0, 30.0,
+                 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0, 200.0, 300.0, 400.0, 500.0, 600.0, 700.0)  # 0.5.23's
 ITL_BUCKETS = (0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0)
 
 
@@ -69,6 +92,7 @@ class SimRequest:
         "stops", "walk", "completion_tokens", "output_ids", "text", "pending", "spec_verify_ct",
         "correct_drafts", "proposed_drafts", "finish_reason", "sink", "t_arrive", "t_first",
         "t_last", "t_done", "sampler", "retractions", "aborted", "itl_s", "streaming",
+        "t_admit", "resumed",
     )
 
     def __init__(self, rid: str, prompt_ids: list[int], max_new: int, ignore_eos: bool,
@@ -98,6 +122,16 @@ class SimRequest:
         self.aborted = False
         self.itl_s: list[float] = []
         self.streaming = streaming
+        self.t_admit = 0.0  # first admission into a prefill batch (queue_time = t_admit - t_arrive)
+        self.resumed = False  # retracted: its next prefill recomputes input + output so far
+
+    @property
+    def queue_s(self) -> float:
+        return max(self.t_admit - self.t_arrive, 0.0) if self.t_admit else 0.0
+
+    @property
+    def remaining_new(self) -> int:
+        return min(max(self.max_new - self.completion_tokens, 0), CLIP_MAX_NEW_TOKENS)
 
 
 class Histogram:
@@ -117,8 +151,11 @@ class Histogram:
 
 class Scheduler:
     def __init__(self, plan: Plan, log, rank0, farm, *, seed: int, decode_log_interval: int,
-                 radix_cache: bool, step_s: float | None = None, stream_interval: int = 1):
+                 radix_cache: bool, step_s: float | None = None, stream_interval: int = 1,
+                 clock: Callable[[], float] = time.monotonic, sleep: Callable | None = None):
         self.plan = plan
+        self.clock = clock
+        self.sleep = sleep or asyncio.sleep
         self.stream_interval = max(stream_interval, 1)
         self.log = log
         self.rank0 = rank0
@@ -132,7 +169,8 @@ class Scheduler:
         self.wake = asyncio.Event()
         self.hung = False
         self.n_submitted = 0
-        self.seen_prompts: dict[tuple, None] = {}
+        self.radix = RadixCache()
+        self.new_token_ratio = INIT_NEW_TOKEN_RATIO
         self.active_gpus = farm.select(range(plan.world_size))
         self.on_step: list[Callable[[], None]] = []  # fault hooks, called before each decode step
         self.nan_pending = False
@@ -144,12 +182,12 @@ class Scheduler:
         self.win_forward_ct = 0
         self.win_correct = 0
         self.win_busy_s = 0.0
-        self.seg_t0 = time.monotonic()
+        self.seg_t0 = clock()
         self.busy = False
         self.last_gen_throughput = 0.0
         self.last_accept_len: float | None = None
         self.last_accept_rate: float | None = None
-        self.last_prefill_t = time.monotonic()
+        self.last_prefill_t = clock()
         self.spec_total_accept_tokens = 0
         self.spec_total_forward_ct = 0
         self.num_retracted_reqs = 0
@@ -162,6 +200,9 @@ class Scheduler:
         self.num_aborted_total = 0
         self.spec_verify_calls_total = 0
         self.retracted_total = 0
+        self.retracted_input_tokens_total = 0
+        self.retracted_output_tokens_total = 0
+        self.h_queue = Histogram(QUEUE_BUCKETS)
         self.h_ttft = {k: Histogram(TTFT_BUCKETS) for k in ("true", "false")}
         self.h_e2e = {k: Histogram(E2E_BUCKETS) for k in ("true", "false")}
         self.h_itl = Histogram(ITL_BUCKETS)
@@ -172,6 +213,7 @@ class Scheduler:
         if self.plan.spec:
             req.sampler = AcceptSampler(self.seed * 1_000_003 + self.n_submitted, self.plan.accept_p, self.plan.spec_num_steps)
         self.n_submitted += 1
+        req.t_arrive = self.clock()
         self.waiting.append(req)
         self.wake.set()
 
@@ -200,7 +242,7 @@ class Scheduler:
                 f"Cache not flushed because there are pending requests. #queue-req: {len(self.waiting)}, "
                 f"#running-req: {len(self.running)}", self.rank0)
             return False
-        self.seen_prompts.clear()
+        self.radix.clear()
         self.spec_total_accept_tokens = self.spec_total_forward_ct = 0
         self.log.emit("Cache flushed successfully!", self.rank0)
         return True
@@ -213,12 +255,12 @@ class Scheduler:
 
     # ------------------------------------------------------------ GPU side effects
     def _gpu_load(self, kind: str, batch: int = 0) -> None:
-        now = time.monotonic()
+        now = self.clock()
         plan = self.plan
         if kind == "decode":
             step = self.step_s_for(batch)
             bps = plan.pcie_bytes_per_step(batch) / step
-            util, power = (100, 420.0) if plan.custom_ar else ((96, 330.0) if plan.cuda_graph else (80, 285.0))
+            util, power = (100, 420.0) if plan.custom_ar else ((96, 330.0) if plan.uses_graph(batch) else (80, 285.0))
         elif kind == "prefill":
             bps, util, power = 2e8, 100, 380.0
         else:
@@ -232,7 +274,6 @@ class Scheduler:
 
     # ------------------------------------------------------------ the loop
     async def run(self) -> None:
-        loop = asyncio.get_running_loop()
         deadline: float | None = None
         last_batch = -1
         while True:
@@ -242,34 +283,28 @@ class Scheduler:
             if not self.waiting and not self.running:
                 if self.busy:
                     self.busy = False
-                    self.win_busy_s += time.monotonic() - self.seg_t0
+                    self.win_busy_s += self.clock() - self.seg_t0
                     self._gpu_load("idle")
                     last_batch = -1
                 self.wake.clear()
                 await self.wake.wait()
                 deadline = None
                 continue
-            now = loop.time()
+            now = self.clock()
             if not self.busy:
                 self.busy = True
-                self.seg_t0 = time.monotonic()
+                self.seg_t0 = now
             if deadline is None or deadline < now - 0.05:
                 deadline = now  # fell far behind (or just woke): restart the schedule
-            room = self.plan.max_running_requests - len(self.running)
-            if self.waiting and room > 0:
-                batch = [self.waiting.popleft() for _ in range(min(room, len(self.waiting)))]
-                new_tokens = 0
-                for r in batch:
-                    key = tuple(r.prompt_ids)
-                    if self.radix_cache and key in self.seen_prompts and r.prompt_tokens > 1:
-                        r.cached_tokens = r.prompt_tokens - 1
-                    self.seen_prompts[key] = None
-                    new_tokens += r.prompt_tokens - r.cached_tokens
+            batch, new_tokens = self._admit()
+            if batch:
                 self._gpu_load("prefill")
                 deadline += self.plan.prefill_s(new_tokens) * self.step_s / self.plan.step_s
-                await self._sleep_until(loop, deadline)
+                await self._sleep_until(deadline)
                 self._prefill_done(batch, new_tokens)
                 last_batch = -1
+                continue
+            if not self.running:  # only aborted requests were waiting
                 continue
             batch_n = len(self.running)
             if batch_n != last_batch:
@@ -281,19 +316,99 @@ class Scheduler:
                 continue
             group = self.plan.decode_steps
             for k in range(group):
+                if not self._decode_fits():
+                    self._retract()
                 deadline += self.step_s_for(len(self.running))
-                await self._sleep_until(loop, deadline)
+                await self._sleep_until(deadline)
                 if self.hung:
                     break
                 self._decode_step(flush=(k == group - 1))
                 if not self.running:
                     break
 
-    @staticmethod
-    async def _sleep_until(loop, deadline: float) -> None:
-        delay = deadline - loop.time()
+    async def _sleep_until(self, deadline: float) -> None:
+        delay = deadline - self.clock()
         if delay > 0:
-            await asyncio.sleep(delay)
+            await self.sleep(delay)
+
+    # ------------------------------------------------------------ KV pool
+    def _reserved_tokens(self) -> float:
+        return sum(r.remaining_new for r in self.running) * self.new_token_ratio
+
+    def _admit(self) -> tuple[list[SimRequest], int]:
+        """The next prefill batch from the head of the queue, as the KV pool and limits allow."""
+        room = self.plan.max_running_requests - len(self.running)
+        if not self.waiting or room <= 0:
+            return [], 0
+        pool = self.plan.kv_tokens
+        free = pool - self.used_tokens() - self._reserved_tokens()
+        batch: list[SimRequest] = []
+        new_tokens = 0
+        now = self.clock()
+        while self.waiting and len(batch) < room:
+            r = self.waiting[0]
+            if r.aborted:
+                self.waiting.popleft()
+                continue
+            total = r.prompt_tokens + (r.completion_tokens if r.resumed else 0)
+            cached = 0
+            if self.radix_cache and not r.resumed and r.prompt_tokens > 1:
+                cached = min(self.radix.match(r.prompt_ids), r.prompt_tokens - 1)
+            extend = total - cached
+            need = total + r.remaining_new + 1  # the page the paged allocator may add
+            # head of line waits for room; an empty server takes it whatever its size
+            # (the pool bounds a request's length at the API, as max_req_input_len does)
+            if pool and need > free and (batch or self.running):
+                break
+            if batch and new_tokens + extend > self.plan.max_prefill_tokens:
+                break
+            self.waiting.popleft()
+            if not r.resumed:
+                r.cached_tokens = cached
+            if not r.t_admit:
+                r.t_admit = now
+                self.h_queue.observe(r.queue_s)
+            batch.append(r)
+            free -= need  # within a batch the whole estimate; once running, ratio x remaining
+            new_tokens += extend
+        return batch, new_tokens
+
+    def _decode_fits(self) -> bool:
+        pool = self.plan.kv_tokens
+        per_req = self.plan.spec_draft_tokens if self.plan.spec else 1
+        return not pool or self.used_tokens() + per_req * len(self.running) <= pool
+
+    def _retract(self) -> None:
+        """SGLang's retract_decode: free the least-advanced requests and queue them again."""
+        pool = self.plan.kv_tokens
+        keep = sorted(self.running, key=lambda r: (r.completion_tokens, -r.prompt_tokens), reverse=True)
+        used = self.used_tokens()
+        out: list[SimRequest] = []
+        while len(keep) > 1 and (not out or used + RETRACT_DECODE_STEPS * len(keep) > pool):
+            r = keep.pop()
+            out.append(r)
+            used -= r.prompt_tokens + r.completion_tokens
+        if not out:
+            return
+        gone = {id(r) for r in out}
+        self.running = [r for r in self.running if id(r) not in gone]
+        gained = sum(r.prompt_tokens + r.completion_tokens for r in out)
+        old_ratio = self.new_token_ratio
+        decoded = sum(r.completion_tokens for r in self.running)
+        wanted = sum(r.max_new for r in self.running)
+        self.new_token_ratio = min(1.0, (decoded + RETRACT_DECODE_STEPS * len(self.running)) / (wanted + 1))
+        self.num_retracted_reqs = len(out)
+        self.retracted_total += len(out)
+        self.retracted_input_tokens_total += sum(r.prompt_tokens for r in out)
+        self.retracted_output_tokens_total += sum(r.completion_tokens for r in out)
+        for r in reversed(out):  # the least advanced ends up last in line among them
+            r.retractions += 1
+            r.resumed = True
+            self.waiting.appendleft(r)
+        self.log.emit(
+            f"KV cache pool is full. Retract requests. #retracted_reqs: {len(out)}, "
+            f"#new_tokens_gained: {gained}, #new_token_ratio: {old_ratio:.4f} -> {self.new_token_ratio:.4f}",
+            self.rank0)
 
     def _drop_aborted(self) -> None:
         if any(r.aborted for r in self.waiting):
@@ -321,14 +436,23 @@ class Scheduler:
             req.finish_reason = {"type": "length", "length": req.max_new}
 
     def _prefill_done(self, batch: list[SimRequest], new_tokens: int) -> None:
-        now = time.monotonic()
-        cached = sum(r.cached_tokens for r in batch)
+        now = self.clock()
+        cached = sum(r.cached_tokens for r in batch if not r.resumed)
         running_before = len(self.running)
         live = [r for r in batch if not r.aborted]
         for r in live:
+            if r.resumed:  # a retracted request: recomputed, its stream goes on
+                r.resumed = False
+                self._append(r, now)
+                r.pending += 1
+                if r.finish_reason is not None or r.pending >= self.stream_interval:
+                    self._emit(r, now)
+                continue
             r.t_first = r.t_last = now
             self.prompt_tokens_total["true" if r.streaming else "false"] += r.prompt_tokens
             self.cached_tokens_total += r.cached_tokens
+            if self.radix_cache:
+                self.radix.insert(r.prompt_ids)
             if r.max_new <= 0:
                 r.finish_reason = {"type": "length", "length": 0}
             else:
@@ -336,6 +460,8 @@ class Scheduler:
             self.h_ttft["true" if r.streaming else "false"].observe(now - r.t_arrive)
             self._emit(r, now)
         self.running.extend(r for r in live if r.finish_reason is None)
+        if self.radix_cache:
+            self.radix.evict_to(self.plan.kv_tokens - self.used_tokens())
         self.cuda_graph_passes_total["prefill_none"] += 1
         gap = now - self.last_prefill_t
         self.last_prefill_t = now
@@ -346,14 +472,15 @@ class Scheduler:
             f"input throughput (token/s): {new_tokens / gap if gap > 0 else 0.0:.2f}", self.rank0)
 
     def _decode_step(self, flush: bool) -> None:
-        now = time.monotonic()
+        now = self.clock()
         produced = 0
         correct = 0
         batch = len(self.running)
         spec = self.plan.spec
         nan_victim = self.running[0] if self.nan_pending and self.running else None
         self.nan_pending = False
-        self.cuda_graph_passes_total["decode_cuda_graph" if self.plan.cuda_graph else "decode_none"] += 1
+        self.new_token_ratio = max(self.new_token_ratio - NEW_TOKEN_RATIO_DECAY, MIN_NEW_TOKEN_RATIO)
+        self.cuda_graph_passes_total["decode_cuda_graph" if self.plan.uses_graph(batch) else "decode_none"] += 1
         for r in self.running:
             if r.aborted:
                 continue
@@ -394,6 +521,8 @@ class Scheduler:
         r.pending = 0
         if r.finish_reason is not None:
             r.t_done = now
+            if self.radix_cache and r.completion_tokens:
+                self.radix.insert(r.prompt_ids + r.output_ids)
             self.num_requests_total["true" if r.streaming else "false"] += 1
             self.generation_tokens_total["true" if r.streaming else "false"] += r.completion_tokens
             self.spec_verify_calls_total += r.spec_verify_ct
@@ -401,7 +530,7 @@ class Scheduler:
         r.sink(r)
 
     def _decode_log(self, batch: int) -> None:
-        now = time.monotonic()
+        now = self.clock()
         elapsed = self.win_busy_s + (now - self.seg_t0)
         self.last_gen_throughput = self.win_tokens / elapsed if elapsed > 0 else 0.0
         spec_part = ""
@@ -414,7 +543,7 @@ class Scheduler:
         used = self.used_tokens()
         self.log.emit(
             f"Decode batch, #running-req: {batch}, #token: {used}, token usage: {self.token_usage():.2f}, "
-            f"{spec_part}cuda graph: {self.plan.cuda_graph}, gen throughput (token/s): "
+            f"{spec_part}cuda graph: {self.plan.uses_graph(batch)}, gen throughput (token/s): "
             f"{self.last_gen_throughput:.2f}, #queue-req: {len(self.waiting)}", self.rank0)
         if self.kv_pressure and self.running:
             victim = self.running[-1]

@@ -38,13 +38,13 @@ def render_metrics(sim) -> str:
         for labels, value in samples:
             out.append(f"sglang:{name}_total{labels} {float(value)}")
 
-    def histogram(name: str, help_: str, hists: dict) -> None:
+    def histogram(name: str, help_: str, hists: dict, labels: dict = base) -> None:
         out.append(f"# HELP sglang:{name} {help_}")
         out.append(f"# TYPE sglang:{name} histogram")
         for streaming, h in hists.items():
             if not h.total:
                 continue
-            lab = base if streaming is None else {**base, "is_streaming": streaming}
+            lab = labels if streaming is None else {**labels, "is_streaming": streaming}
             for b, c in zip(h.buckets, h.counts, strict=True):
                 out.append(f"sglang:{name}_bucket{_labels({**lab, 'le': str(b)})} {float(c)}")
             out.append(f"sglang:{name}_bucket{_labels({**lab, 'le': '+Inf'})} {float(h.total)}")
@@ -60,7 +60,8 @@ def render_metrics(sim) -> str:
     gauge("kv_used_tokens", "KV cache tokens in use.", used)
     gauge("kv_available_tokens", "KV cache tokens available.", plan.kv_tokens - used)
     gauge("gen_throughput", "The generation throughput (token/s).", s.last_gen_throughput)
-    gauge("cache_hit_rate", "The prefix cache hit rate.", 0.0)
+    prompt_total = sum(s.prompt_tokens_total.values())
+    gauge("cache_hit_rate", "The prefix cache hit rate.", s.cached_tokens_total / prompt_total if prompt_total else 0.0)
     gauge("is_cuda_graph", "Whether the batch is using CUDA graph.", 1.0 if plan.cuda_graph else 0.0)
     # 0.5.23 exports the spec gauges on every server, 0.0 without speculative decoding
     gauge("spec_accept_length", "The average acceptance length of speculative decoding.", s.last_accept_len or 0.0)
@@ -78,6 +79,8 @@ def render_metrics(sim) -> str:
     counter("cuda_graph_passes", "Forward passes run with CUDA graph.", [
         (_labels({**sched, "mode": mode}), n) for mode, n in s.cuda_graph_passes_total.items()])
     counter("num_retracted_requests", "Retracted requests.", [(sl, s.retracted_total)])
+    counter("num_retracted_input_tokens", "Input tokens of retracted requests.", [(sl, s.retracted_input_tokens_total)])
+    counter("num_retracted_output_tokens", "Output tokens of retracted requests.", [(sl, s.retracted_output_tokens_total)])
     counter("prompt_tokens", "Number of prefill tokens processed.", [
         (_labels({**base, "is_streaming": k}), v) for k, v in s.prompt_tokens_total.items()])
     counter("generation_tokens", "Number of generation tokens processed.", [
@@ -89,6 +92,7 @@ def render_metrics(sim) -> str:
     if plan.spec:
         counter("spec_verify_calls", "Number of speculative verify calls.", [(tl, s.spec_verify_calls_total)])
     histogram("time_to_first_token_seconds", "Histogram of time to first token in seconds.", s.h_ttft)
+    histogram("queue_time_seconds", "Histogram of queueing time in seconds.", {None: s.h_queue}, sched)
     histogram("inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", {None: s.h_itl})
     histogram("e2e_request_latency_seconds", "Histogram of End-to-end request latency in seconds", s.h_e2e)
     return "\n".join(out) + "\n"

@@ -27,12 +27,20 @@ Decode step at batch 1, tensor parallel 8 (milliseconds):
   1+p+p^2+p^3 = 2.997 and the client sees 53.94 tok/s. Accept lengths are drawn per step
   and per request from a seeded low-discrepancy sequence (engine.AcceptSampler) so even a
   short run averages to the model (within 0.7% after 85 steps).
-- batching: step(B) = step(1) * (1 + 0.0025 * (B - 1)) (mild growth, +16% at 64).
-- prefill (TTFT): 60 ms + 0.04 ms per uncached prompt token (+6 ms draft prefill with spec).
+- batching: step(B) = step(1) * (1 + 0.0025 * (B' - 1)) (mild growth, +16% at 64), where B' is
+  B padded up to the next captured graph size while B <= the decode graphs' max bs; a batch
+  above ``--cuda-graph-max-bs`` (or ``-decode``) runs eagerly: the no-graph step (x1.6) at B.
+  So max bs 128 wins at batch 1 (89.5 vs 85.3 tok/s per stream) and loses above 128.
+- prefill (TTFT): 60 ms + 0.04 ms per uncached prompt token (+6 ms draft prefill with spec)
+  per pass of at most ``--chunked-prefill-size`` tokens (8192).
+- KV pool admission and retraction follow SGLang's scheduler (see engine.py): a request is
+  admitted when its input plus new_token_ratio x its max_new_tokens fits beside the running
+  requests' reservations; a decode step that does not fit retracts requests.
 """
 
 from __future__ import annotations
 
+import bisect
 import math
 import os
 from collections.abc import Mapping
@@ -89,6 +97,14 @@ DEFAULT_MEM_FRACTION = 0.78
 DEFAULT_MAX_BS = 128
 CHUNKED_PREFILL_SIZE = 8192
 MAX_PREFILL_TOKENS = 16384
+# SGLang 0.5.23's scheduler constants (environ.py): the output-length estimate a request
+# reserves at admission, its decay per decode step, and the headroom retraction restores
+# (also the clip of max_new_tokens in the estimate, schedule_policy.py).
+INIT_NEW_TOKEN_RATIO = 0.7
+MIN_NEW_TOKEN_RATIO = INIT_NEW_TOKEN_RATIO * 0.14
+NEW_TOKEN_RATIO_DECAY = (INIT_NEW_TOKEN_RATIO - MIN_NEW_TOKEN_RATIO) / 600
+RETRACT_DECODE_STEPS = 20
+CLIP_MAX_NEW_TOKENS = 4096
 
 # ---------------------------------------------------------------- PCIe model
 # NCCL ring allreduce with the LL protocol: each GPU sends (and receives) 2(n-1)/n of the
@@ -151,6 +167,8 @@ class Plan:
     max_running_requests: int
     chunked_prefill_size: int
     failure: str | None  # None = serves; else the name of the modelled failure (server.py)
+    eager_step_s: float = 0.0  # the batch-1 step without decode CUDA graphs (0: = step_s)
+    max_prefill_tokens: int = MAX_PREFILL_TOKENS
 
     @property
     def world_size(self) -> int:
@@ -168,12 +186,28 @@ class Plan:
         """Single-stream decode rate a client measures: (tokens-1)/(e2e-ttft)."""
         return self.mean_accept_len / self.step_s
 
+    def uses_graph(self, batch: int) -> bool:
+        """Whether a decode batch of this size replays a captured CUDA graph."""
+        return self.cuda_graph and batch <= self.cuda_graph_max_bs
+
+    def padded_batch(self, batch: int) -> int:
+        """The captured size a graph batch is padded to (bisect of capture_bs)."""
+        i = bisect.bisect_left(self.capture_bs, batch)
+        return self.capture_bs[i] if i < len(self.capture_bs) else batch
+
     def step_s_for_batch(self, batch: int) -> float:
-        return self.step_s * (1.0 + BATCH_GROWTH * max(batch - 1, 0))
+        if self.uses_graph(batch):
+            return self.step_s * (1.0 + BATCH_GROWTH * max(self.padded_batch(batch) - 1, 0))
+        base = self.eager_step_s or self.step_s
+        return base * (1.0 + BATCH_GROWTH * max(batch - 1, 0))
 
     def prefill_s(self, new_tokens: int) -> float:
+        """One prefill batch: a pass per chunk of --chunked-prefill-size tokens, back to back."""
         extra = SPEC_PREFILL_EXTRA_S if self.spec else 0.0
-        return PREFILL_BASE_S + PREFILL_PER_TOKEN_S * max(new_tokens, 0) + extra
+        new_tokens = max(new_tokens, 0)
+        chunk = self.chunked_prefill_size
+        passes = max(-(-new_tokens // chunk), 1) if chunk > 0 else 1
+        return passes * (PREFILL_BASE_S + extra) + PREFILL_PER_TOKEN_S * new_tokens
 
     def pcie_bytes_per_step(self, batch: int) -> int:
         """Bytes each active GPU sends (and, symmetrically, receives) per decode step."""
@@ -308,8 +342,10 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
     nccl_tree = "tree" in env.get("NCCL_ALGO", "").lower()
 
     step_ms = step_ms_breakdown(max_bs, mem_fraction, decode_steps, cuda_graph, custom_ar)
+    eager_ms = step_ms_breakdown(max_bs, mem_fraction, decode_steps, False, custom_ar)
     if spec:
         step_ms += VERIFY_ALLREDUCE_MS + DRAFT_STEP_MS * steps
+        eager_ms += VERIFY_ALLREDUCE_MS + DRAFT_STEP_MS * steps
 
     total_gib = TORCH_TOTAL_GIB
     weights = checkpoint_for(ns.model_path).weights_total_gib / tp
@@ -370,6 +406,8 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
         max_running_requests=max_running,
         chunked_prefill_size=ns.chunked_prefill_size or CHUNKED_PREFILL_SIZE,
         failure=failure,
+        eager_step_s=eager_ms / 1000.0,
+        max_prefill_tokens=getattr(ns, "max_prefill_tokens", None) or MAX_PREFILL_TOKENS,
     )
 
 
