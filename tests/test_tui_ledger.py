@@ -2,10 +2,12 @@
 and clicks that move it, Enter (or a click on the cursor's line) opens the trial, and a frame
 refreshes only the lines that changed, never laying the screen out when a column's width moves."""
 
+import pytest
 from session_helpers import idle, publish  # tests/ is on the path
 
 from tuiapp.events import RunDone, ServerState, TrialResult, TrialState
 from tuiapp.session import Session
+from tuiapp.tui import textual_private
 from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.screens.details import TrialScreen
 from tuiapp.tui.widgets.ledger_table import LedgerTable
@@ -86,6 +88,8 @@ async def test_cursor_follows_the_running_trial_and_enter_or_a_click_opens_one()
         assert "old-baseline" in str(app.screen.query_one("#detail-title").render())
 
 
+@pytest.mark.skipif(not textual_private.fast("render"), reason="tests the render fast path, "
+                    "which TUIAPP_TEXTUAL_FAST turned off (test_tui_textual_private checks it is on by default)")
 async def test_a_ledger_change_refreshes_only_its_lines_and_a_wider_column_lays_nothing_out(monkeypatch):
     from textual.screen import Screen
 

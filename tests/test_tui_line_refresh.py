@@ -3,10 +3,12 @@ cached lines plus the re-rendered ones) must be what a whole repaint shows."""
 
 from pathlib import Path
 
+import pytest
 from session_helpers import idle, paint_in_slices  # tests/ is on the path
 
 from tuiapp.commands.preview import read_events
 from tuiapp.session import Session
+from tuiapp.tui import textual_private
 from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.widgets.panel import Panel
 
@@ -19,6 +21,8 @@ def screen_lines(app) -> list[list[tuple[str, object]]]:
     return [[(seg.text, seg.style) for seg in strip] for strip in strips]
 
 
+@pytest.mark.skipif(not textual_private.fast("render"), reason="tests the render fast path, "
+                    "which TUIAPP_TEXTUAL_FAST turned off (test_tui_textual_private checks it is on by default)")
 async def test_partial_line_refreshes_compose_the_same_screen_as_a_whole_repaint(monkeypatch):
     session = Session(title="lines", sources=[idle])
     app = DashboardApp(session)
