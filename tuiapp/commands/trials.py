@@ -37,6 +37,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="keep each trial's server log in DIR (default: next to --ledger)")
     parser.add_argument("--check", action="store_true",
                         help="validate the plan, print each trial's diff against the baseline, run nothing")
+    parser.add_argument("--dry-run", action="store_true",
+                        help="print the trials that would run, one per line with their flags, and run nothing")
     parser.add_argument("--theme", help="TUI theme")
     screenshots.add_argument(parser)
     metrics_args.add_arguments(parser)
@@ -92,6 +94,10 @@ def run(args: argparse.Namespace) -> int:
             ledger = Ledger.load(ledger_path, min_effect_pct=plan.min_effect_pct)
         except ValueError as exc:
             raise UsageError(str(exc)) from None
+    if args.dry_run:
+        print(_dry_run_text(trials, ledger if args.resume else None))
+        return 0
+
     log_dir = Path(args.log_dir) if args.log_dir else (
         ledger_path.with_name(ledger_path.stem + ".logs") if ledger_path else None)
     return _run_session(args, plan, trials, ledger, ledger_path, log_dir)
@@ -124,10 +130,25 @@ def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
     code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     if ledger.rows:
         print()
-        print(ledger_report(ledger))
+        print(ledger_report(ledger, plan))
     if ledger_path is not None:
         print(f"ledger: {ledger_path}")
     return code
+
+
+def _dry_run_text(trials, ledger) -> str:
+    """One line per trial that would run: its name, then its command line (and env)."""
+    import shlex
+
+    from tuiapp.common.redact import redact_argv
+
+    lines = []
+    for t in trials:
+        if ledger is not None and ledger.done(t.name, t.fingerprint()):
+            continue  # --resume: already measured
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in t.env.items())
+        lines.append(f"{t.name}: " + (env + " " if env else "") + shlex.join(redact_argv(t.argv())))
+    return "\n".join(lines) if lines else "nothing left to run"
 
 
 def _check_text(plan, trials) -> str:

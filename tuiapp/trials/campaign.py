@@ -61,10 +61,33 @@ def build_trials_session(plan: Plan, trials: list[TrialConfig], ledger: Ledger, 
     return session, runner
 
 
-def ledger_report(ledger: Ledger) -> str:
-    """What a finished plan prints: the Markdown ledger and its confound warnings."""
+def ledger_report(ledger: Ledger, plan: Plan | None = None) -> str:
+    """What a finished plan prints: the Markdown ledger and its confound warnings; for a
+    [search], the best configuration as a command line ready to launch."""
     lines = [ledger.to_markdown().rstrip("\n")]
     # a trial attributed by --isolate in this ledger has had its answer: no more warning
     lines += [f"warning: {row.confound}" for row in ledger.rows.values()
               if row.confound and row.isolates != row.name]
+    if plan is not None and plan.search is not None:
+        lines += best_configuration(ledger, plan)
     return "\n".join(lines)
+
+
+def best_configuration(ledger: Ledger, plan: Plan) -> list[str]:
+    import shlex
+
+    from tuiapp.common.redact import redact_argv
+
+    ranked = ledger.rank(plan.search.objective)
+    if not ranked:
+        return ["search: no combination finished a benchmark"]
+    best = ranked[0]
+    cfg = plan.get(best.name)
+    tied = [r.name for r in ranked[1:] if r.vs_best == "within noise"]
+    figure = best.mean_decode_tok_s if plan.search.objective == "decode_tok_s" else best.mean_output_tok_s
+    lines = [f"best by {plan.search.objective}: {best.name} ({figure:.2f})"
+             + (f"; within noise of it: {', '.join(tied)}" if tied else "")]
+    if cfg is not None:
+        env = " ".join(f"{k}={shlex.quote(v)}" for k, v in cfg.env.items())
+        lines.append("launch it: " + (env + " " if env else "") + shlex.join(redact_argv(cfg.argv())))
+    return lines

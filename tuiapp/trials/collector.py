@@ -96,6 +96,9 @@ class TrialCollector:
     def run_tok_s(self) -> list[float]:
         return [r.decode_tok_s for r in self.runs if r.decode_tok_s is not None and r.errors < r.requests]
 
+    def run_output_tok_s(self) -> list[float]:
+        return [r.output_tok_s for r in self.runs if r.output_tok_s is not None and r.errors < r.requests]
+
     def accept_length(self) -> float | None:
         values = [r.accept_length for r in self.runs if r.accept_length is not None]
         if values:

@@ -48,6 +48,7 @@ class LedgerRow(BaseModel):
     sd_decode_tok_s: float | None = None
     ci95_decode_tok_s: tuple[float, float] | None = None
     mean_output_tok_s: float | None = None
+    runs_output_tok_s: list[float] = Field(default_factory=list)
     mean_ttft_s: float | None = None
     accept_length: float | None = None
     startup_s: float | None = None
@@ -68,6 +69,8 @@ class LedgerRow(BaseModel):
     argv: list[str] = Field(default_factory=list)
     env: dict[str, str] = Field(default_factory=dict)
     duration_s: float | None = None
+    rank: int | None = None  # a [search]'s place by its objective, 1 = best (ok rows only)
+    vs_best: str | None = None  # best | within noise | slower (Welch against the best row's runs)
 
 
 def fill_run_stats(row: LedgerRow) -> None:
@@ -137,6 +140,28 @@ class Ledger:
             if row.knob and combined and combined.delta_tok_s and row.delta_tok_s is not None:
                 row.share_pct = 100.0 * row.delta_tok_s / combined.delta_tok_s
 
+    def rank(self, objective: str = "decode_tok_s") -> list[LedgerRow]:
+        """Rank the rows that ran by their mean ``objective`` (per-run figures), best first; each
+        is compared with the best by Welch's test, so a difference within noise says so."""
+        runs_of = (lambda r: r.runs_decode_tok_s) if objective == "decode_tok_s" else (lambda r: r.runs_output_tok_s)
+        ranked = sorted((r for r in self.rows.values() if r.status == OK and runs_of(r)),
+                        key=lambda r: stats.mean(runs_of(r)), reverse=True)
+        for row in self.rows.values():
+            row.rank = row.vs_best = None
+        if not ranked:
+            return []
+        best = ranked[0]
+        best_mean = stats.mean(runs_of(best))
+        for place, row in enumerate(ranked, 1):
+            row.rank = place
+            if row is best:
+                row.vs_best = "best"
+                continue
+            gap_pct = 100.0 * (best_mean - stats.mean(runs_of(row))) / best_mean if best_mean else 0.0
+            slower = stats.verdict(runs_of(best), runs_of(row), alpha=ALPHA) == "slower"
+            row.vs_best = "slower" if slower and gap_pct >= self.min_effect_pct else "within noise"
+        return ranked
+
     def attribution(self) -> list[str]:
         """One line per isolated trial: each knob's contribution and what is left over."""
         lines = []
@@ -166,9 +191,16 @@ class Ledger:
     def to_markdown(self) -> str:
         head = ["trial", "status", "decode tok/s", "95% CI", "vs base", "verdict", "accept len",
                 "startup s", "peak mem GiB", "PCIe avg/peak GB/s", "diff", "notes"]
+        ranked = any(r.rank is not None for r in self.rows.values())
+        if ranked:
+            head = ["rank", "vs best", *head]
         out = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-        for r in self.rows.values():
-            out.append("| " + " | ".join(_md_cells(r)) + " |")
+        rows = sorted(self.rows.values(), key=lambda r: (r.rank is None, r.rank or 0)) if ranked else self.rows.values()
+        for r in rows:
+            cells = _md_cells(r)
+            if ranked:
+                cells = [str(r.rank) if r.rank is not None else "-", r.vs_best or "-", *cells]
+            out.append("| " + " | ".join(cells) + " |")
         attribution = self.attribution()
         if attribution:
             out += ["", *[f"- {line}" for line in attribution]]
@@ -179,7 +211,7 @@ class Ledger:
                 "ci95_high", "runs_decode_tok_s", "delta_tok_s", "delta_pct", "p_value", "verdict",
                 "accept_length", "startup_s", "peak_mem_max_bytes", "pcie_avg_bytes_s",
                 "pcie_peak_bytes_s", "first_error", "error_ranks", "diff", "confound", "isolates",
-                "knob", "share_pct", "note"]
+                "knob", "share_pct", "rank", "vs_best", "note"]
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(cols)

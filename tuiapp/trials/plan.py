@@ -23,6 +23,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.trials.flags import Flag, argv_tokens, canonical, parse_tokens, to_value
+from tuiapp.trials.search import SearchMeta, SearchSpec, combination_name, combinations, same_as
 from tuiapp.trials.toml_lines import line_of
 
 if sys.version_info >= (3, 11):
@@ -84,6 +85,7 @@ class PlanSpec(_Strict):
     knobs: dict[str, list[str]] = Field(default_factory=dict)
     baseline: BaselineSpec
     trial: list[TrialSpec] = Field(default_factory=list)
+    search: SearchSpec | None = None
 
 
 # The campaign's script: 5 runs of one short prompt each, one at a time.
@@ -133,6 +135,7 @@ class Plan:
     trials: list[TrialConfig]
     knob_groups: dict[str, str] = field(default_factory=dict)  # canonical key -> knob name
     min_effect_pct: float = 0.5
+    search: SearchMeta | None = None  # [search]: the combinations are the last trials
 
     def all(self) -> list[TrialConfig]:
         return [self.baseline, *self.trials]
@@ -235,9 +238,24 @@ def _resolve(spec: PlanSpec, text: str, path: Path) -> Plan:
         cfg = replace(_apply(parent, tspec, loc, fail), base=tspec.base or baseline.name)
         done[cfg.name] = cfg
         trials.append(cfg)
+    search = None
+    if spec.search is not None:
+        names = []
+        for values in combinations(spec.search):
+            if same_as(values, baseline.flags):
+                continue  # the baseline itself: measured once
+            name = combination_name(values)
+            if name in done:
+                raise fail(("search", "flags"), f"combination {name!r} has the name of a trial already in the plan")
+            cfg = replace(_apply(baseline, TrialSpec(name=name, flags=values), ("search", "flags"), fail),
+                          base=baseline.name)
+            done[name] = cfg
+            trials.append(cfg)
+            names.append(name)
+        search = SearchMeta(objective=spec.search.objective, budget_s=spec.search.budget_s, names=tuple(names))
     return Plan(path=path, name=spec.plan.name or path.stem, description=spec.plan.description,
                 baseline=baseline, trials=trials, knob_groups=knob_groups,
-                min_effect_pct=spec.plan.min_effect_pct)
+                min_effect_pct=spec.plan.min_effect_pct, search=search)
 
 
 def _knob_key(key: str) -> str:

@@ -92,9 +92,16 @@ class PlanRunner:
             changes = config_diff(self.plan.reference(cfg), cfg)
             warning = confound_warning(cfg.name, changes, self.plan.knob_groups)
             attributed_here = cfg.isolates == cfg.name  # --isolate is the answer to the warning
-            if warning and not attributed_here and not self._resumed(cfg):
+            if warning and not attributed_here and not self._resumed(cfg) and not self._searched(cfg):
                 bus.publish(Note(level="warning", text=warning, source="trials"))
+        started = time.monotonic()
+        budget_s = self.plan.search.budget_s if self.plan.search is not None else None
         for index, cfg in enumerate(self.trials):
+            if budget_s is not None and self._searched(cfg) and time.monotonic() - started >= budget_s:
+                # not a result: --resume runs it later
+                bus.publish(TrialState(name=cfg.name, index=index, total=total, phase="skipped",
+                                       message=f"the search's budget of {budget_s:g} s is spent"))
+                continue
             if self._resumed(cfg):
                 bus.publish(TrialState(name=cfg.name, index=index, total=total, phase="skipped",
                                        message="already in the ledger"))
@@ -109,6 +116,8 @@ class PlanRunner:
                                        message="stopped by the user"))
                 continue
             self.ledger.add(row)
+            if self.plan.search is not None:
+                self.ledger.rank(self.plan.search.objective)
             self._save(bus)
             final = self.ledger.rows[row.name]
             bus.publish(TrialResult(name=final.name, status=final.status, row=final.model_dump(mode="json")))
@@ -118,6 +127,10 @@ class PlanRunner:
         first = self.ledger.rows.get(self.trials[0].name) if self.trials else None
         if self.on_done is not None:
             self.on_done(0 if first is not None and first.status == OK else 1)
+
+    def _searched(self, cfg: TrialConfig) -> bool:
+        """A combination of the plan's [search]: ranked, not read for confounds."""
+        return self.plan.search is not None and cfg.name in self.plan.search.names
 
     def _resumed(self, cfg: TrialConfig) -> bool:
         return self.options.resume and self.ledger.done(cfg.name, cfg.fingerprint())
@@ -146,7 +159,7 @@ class PlanRunner:
             name=cfg.name, status="error", note=cfg.note, is_baseline=cfg.is_baseline,
             baseline=None if cfg.is_baseline else self.plan.reference(cfg).name,
             diff=diff_dict(changes), knobs=list(knobs(changes, self.plan.knob_groups)),
-            confound=confound_warning(cfg.name, changes, self.plan.knob_groups),
+            confound=None if self._searched(cfg) else confound_warning(cfg.name, changes, self.plan.knob_groups),
             isolates=cfg.isolates, knob=cfg.knob, env=redact_env(cfg.env), fingerprint=cfg.fingerprint(),
         )
         if self.options.sim_speed is not None:
@@ -347,6 +360,7 @@ class PlanRunner:
         row.runs_decode_tok_s = collector.run_tok_s()
         fill_run_stats(row)
         row.mean_output_tok_s = collector.mean_output_tok_s()
+        row.runs_output_tok_s = collector.run_output_tok_s()
         row.mean_ttft_s = collector.mean_ttft_s()
         row.accept_length = collector.accept_length()
         row.peak_mem_bytes = {str(k): v for k, v in sorted(collector.peak_mem_bytes.items())}
