@@ -32,7 +32,14 @@ from typing import Any
 
 from tuiapp.events import LogLine, ServerState, ServerStats
 from tuiapp.logwatch.batchstats import parse_batch_line
-from tuiapp.logwatch.classify import _BARE_EXC_RE, _TB_HEAD, EXC_RE, Finding, classify
+from tuiapp.logwatch.classify import (
+    _BARE_EXC_RE,
+    _TB_HEAD,
+    ARGPARSE_ERROR,
+    EXC_RE,
+    Finding,
+    classify,
+)
 from tuiapp.logwatch.envelope import EnvelopeDetector
 from tuiapp.logwatch.grouping import AlertGrouper
 from tuiapp.logwatch.lines import Line, LineSplitter
@@ -64,16 +71,20 @@ _STANDALONE_RE = re.compile(
     r"|\[Gloo\]"
     r"|\S+\.py:\d+: \w*Warning: "  # warnings.warn output
     r"|(?:INFO|WARNING|ERROR|DEBUG):\s{2,}"  # uvicorn without SGLang's formatter
+    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.-]+:\d+\] "  # glog (Mooncake, NIXL): one line each
+    r"|(?:> )?(?:\[[^\]]{1,40}\] )?(?:kernel: )?NVRM: "  # kernel lines (dmesg, a journal) via --log-cmd
 )
 # Unprefixed lines that begin output of their own (a dying process, the C++ runtime)
 # rather than continue the record before them.
 _RAW_START_RE = re.compile(
     r"terminate called after throwing|Fatal Python error:|Segmentation fault|Killed\s*$"
-    r"|Process \w+-\d+:$|Exception ignored in|usage: "
+    r"|Process \w+-\d+:$|Exception ignored in|usage: |\[[EF] \w+\.cpp:\d+\] |" + ARGPARSE_ERROR
 )
+_ARGPARSE_RE = re.compile(ARGPARSE_ERROR)
 # A record glued after a progress bar that ended without "\r" (a pasted terminal capture).
 _GLUED_RE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
-_ACCESS_LOG = "INFO:     "  # uvicorn's access log: one line per request, never a failure
+_ACCESS_LOG = "INFO:     "  # uvicorn's access log: one line per request
+_HTTP_500 = '" 500 '  # ...a failure only when the server answered 500
 _SHUTDOWN_RE = re.compile(r"SIGTERM received\b|Received SIGTERM\b")
 _WARN_RE = re.compile(
     r"(?:WARNING|Warning|WARN)\b|\S+\.py:\d+: \w*Warning: |Setup Custom allreduce failed"
@@ -324,7 +335,7 @@ class LogWatcher:
         num = {inc.alert_id: k for k, inc in enumerate(incs, 1)}
         return [
             {"id": k, "kind": i.kind, "ranks": sorted(i.ranks), "first_line": i.first_line,
-             "signature_line": i.signature_line, "message": i.message,
+             "signature_line": i.signature_line, "message": i.message, "count": i.count,
              "caused_by": num.get(i.caused_by) if i.caused_by is not None else None}
             for k, i in enumerate(incs, 1)
         ]
@@ -369,7 +380,11 @@ class LogWatcher:
         if _STANDALONE_RE.match(text):
             self._standalone(line, orig, wall, text)
             return
-        target = None if _RAW_START_RE.match(text) else self._continuation_target(text)
+        raw = _RAW_START_RE.match(text)
+        if raw and _ARGPARSE_RE.match(text) and self._open is not None \
+                and self._open.body[0].startswith("usage: "):
+            raw = None  # argparse's error line closes its usage text
+        target = None if raw else self._continuation_target(text)
         if (target is not None and target is self._open and not target.has_tb and not target.waiting
                 and not target.last_nonblank[:1].isspace() and _BARE_EXC_RE.match(text)):
             target = None  # an exception printed on its own after an ordinary record starts one
@@ -532,7 +547,7 @@ class LogWatcher:
                 rec.nums.pop()
         finding: Finding | None = None
         if not rec.extra.get("progress") and not (len(texts) == 1 and (
-                rec.extra.get("stats") or rec.body[0].startswith(_ACCESS_LOG))):
+                rec.extra.get("stats") or _quiet_access_log(rec.body[0]))):
             finding = classify(rec.body)
         text = "\n".join(texts) if (self._log_lines or finding is not None) else ""
         if self._log_lines:
@@ -577,7 +592,11 @@ def _unalarming(rec: Record) -> bool:
     """Finishing it can raise nothing (see _finish): a progress bar, or one line that is a
     statistics line or a request's access-log line."""
     return not rec.waiting and (bool(rec.extra.get("progress")) or (
-        len(rec.texts) == 1 and (bool(rec.extra.get("stats")) or rec.body[0].startswith(_ACCESS_LOG))))
+        len(rec.texts) == 1 and (bool(rec.extra.get("stats")) or _quiet_access_log(rec.body[0]))))
+
+
+def _quiet_access_log(head: str) -> bool:
+    return head.startswith(_ACCESS_LOG) and _HTTP_500 not in head
 
 
 def _level(head: str) -> str:
