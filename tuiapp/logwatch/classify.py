@@ -118,7 +118,8 @@ RULES: list[Rule] = [
     _r("xid", r"(?:\[[^\]]{1,40}\] )?(?:kernel: )?NVRM: Xid \(PCI:[\w:.]+\): \d+\b"),
     # prefill/decode disaggregation: a request whose KV transfer or bootstrap failed
     # (Mooncake, NIXL); the server goes on, the request gets an error
-    _r("transfer", r"(?:Decode|Prefill) (?:transfer|bootstrap) failed for request\b", "warning", "transfer"),
+    _r("transfer", r"(?:Decode|Prefill|Encode|Embedding) (?:transfer|bootstrap) failed for request\b",
+       "warning", "transfer"),
     _r("transfer", r"E\d{4} [\d:.]+ +\d+ (?:\w*transport\w*|transfer_\w+|nixl_\w+|ucx_\w+)\.cpp:\d+\] ",
        "warning", "transfer"),
     # a request the server answered with 500 in its own access log
@@ -174,7 +175,7 @@ _RANK_RES = [
     re.compile(r"\bRank (\d+) scheduler (?:died|is dead)"),
     re.compile(r"\bRank (\d+)\]"),
     re.compile(r"^\S+:\d+:\d+ \[(\d+)\] NCCL "),
-    re.compile(r"^(?:Decode|Prefill) \w+ failed for request rank=(\d+) "),
+    re.compile(r"^(?:Decode|Prefill|Encode|Embedding) \w+ failed for request rank=(\d+) "),
 ]
 _MAX_MESSAGE = 1000
 _WRAP_MIN = 60  # a line a terminal wrapped filled its width
