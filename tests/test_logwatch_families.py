@@ -22,7 +22,7 @@ FAMILIES = {
     "pd_transfer": ("transfer", "warning", ["w45", "w52", "w53", "w54"]),
     "numerical": ("numerical", "error", ["w46", "w55"]),
     "cuda_fault_in_watchdog": ("cuda_fault", "error", ["w47", "w48", "w56"]),
-    "ep_bootstrap": ("ep_bootstrap", "error", ["w50", "w51", "w62"]),
+    "ep_bootstrap": ("ep_bootstrap", "error", ["w50", "w51", "w62", "w63"]),
     "startup_argparse": ("error", "error", ["w49", "w57", "w58"]),
     "kernel_xid": ("xid", "error", ["w59", "w60", "w61"]),
 }

@@ -48,6 +48,8 @@ _E = r"[\w.]*(?:Error|Exception): "  # an exception line's type
 # argparse's verdict on a command line (launch_server.py, `sglang serve`)
 ARGPARSE_ERROR = (r"(?:[\w.-]+: )?error: (?:unrecognized arguments: |the following arguments are required: "
                   r"|argument -|ambiguous option: )")
+# NVSHMEM reports an error as the source line that saw it (DeepEP's bootstrap, multi-node EP)
+NVSHMEM_SOURCE_LINE = r"\S*nvshmem\S*\.(?:cpp|cu|h):[\w:]*\d+: "
 _XID_RE = re.compile(r"NVRM: Xid \(PCI:[\w:.]+\): (\d+)")
 _TB_HEAD = "Traceback (most recent call last)"
 
@@ -107,10 +109,12 @@ RULES: list[Rule] = [
     _r("cuda_fault", r"(?:\s*what\(\):\s+)?(?:\[E[\w ]*\.cpp:\d+\] )?(?:\[(?:PG [^\]]*|Rank \d+)\] ?)*"
        r"(?:NCCL|Process group) watchdog thread terminated with exception: CUDA error: ", signature="cuda_fault"),
     # expert parallelism: DeepEP's NVSHMEM bootstrap; the summary lines say most
-    _r("ep_bootstrap", r"\S*nvshmem\S*\.(?:cpp|cu|h):[\w:]*\d+: ", signature="ep_bootstrap"),
-    _r("ep_bootstrap", r"(?:NVSHMEM API called before NVSHMEM initialization|nvshmem (?:initialization|setup connections)"
+    _r("ep_bootstrap", NVSHMEM_SOURCE_LINE, signature="ep_bootstrap"),
+    _r("ep_bootstrap", r"(?:transport create connect|connect EPS) failed\s*$", signature="ep_bootstrap"),
+    # the summary lines: shown instead of the first line of the burst (specific=2)
+    _r("ep_bootstrap", r"(?:" + NVSHMEM_SOURCE_LINE + r")?(?:NVSHMEM API called before NVSHMEM initialization|nvshmem (?:initialization|setup connections)"
        r" failed|aborting due to error in nvshmemi_init)", signature="ep_bootstrap",
-       prio=PRIORITY.index("ep_bootstrap") - 0.1),
+       prio=PRIORITY.index("ep_bootstrap") - 0.1, specific=2),
     # numerical faults: SGLang's sampler checks the logits/probabilities of each batch
     _r("numerical", r"(?:" + _E + r")?(?:Detected errors during sampling! )?NaN (?:in|detected in) (?:the )?"
        r"(?:logits|probabilit\w*)", signature="numerical"),

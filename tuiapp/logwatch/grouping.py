@@ -232,6 +232,10 @@ class AlertGrouper:
         if new:
             inc.ranks.extend(new)
             changed = True
+        if not continued and f.kind == inc.kind and f.specific > inc.specific:
+            # a later line of the same burst says more (NVSHMEM's summary after its source lines)
+            inc.message, inc.signature_line, inc.specific = f.message, sig_line, f.specific
+            changed = True
         if f.severity == "error" and inc.severity != "error":
             inc.severity = "error"  # e.g. failed health checks, then the watchdog fires
             inc.message, inc.signature_line = f.message, sig_line

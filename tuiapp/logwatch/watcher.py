@@ -37,6 +37,7 @@ from tuiapp.logwatch.classify import (
     _TB_HEAD,
     ARGPARSE_ERROR,
     EXC_RE,
+    NVSHMEM_SOURCE_LINE,
     Finding,
     classify,
 )
@@ -78,7 +79,7 @@ _STANDALONE_RE = re.compile(
 # rather than continue the record before them.
 _RAW_START_RE = re.compile(
     r"terminate called after throwing|Fatal Python error:|Segmentation fault|Killed\s*$"
-    r"|Process \w+-\d+:$|Exception ignored in|usage: |\[[EF] \w+\.cpp:\d+\] |" + ARGPARSE_ERROR
+    r"|Process \w+-\d+:$|Exception ignored in|usage: |\[[EF] \w+\.cpp:\d+\] |" + ARGPARSE_ERROR + "|" + NVSHMEM_SOURCE_LINE
 )
 _ARGPARSE_RE = re.compile(ARGPARSE_ERROR)
 # A record glued after a progress bar that ended without "\r" (a pasted terminal capture).
