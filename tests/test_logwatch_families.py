@@ -20,7 +20,7 @@ WILD = Path(__file__).parent / "data" / "logs_wild"
 # family -> (kind, severity, excerpts that show it); each family has 3 or more real excerpts
 FAMILIES = {
     "pd_transfer": ("transfer", "warning", ["w45", "w52", "w53", "w54"]),
-    "numerical": ("numerical", "error", ["w46", "w55"]),
+    "numerical": ("numerical", "error", ["w46", "w55", "w64"]),
     "cuda_fault_in_watchdog": ("cuda_fault", "error", ["w47", "w48", "w56"]),
     "ep_bootstrap": ("ep_bootstrap", "error", ["w50", "w51", "w62", "w63"]),
     "startup_argparse": ("error", "error", ["w49", "w57", "w58"]),

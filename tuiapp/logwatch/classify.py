@@ -118,6 +118,9 @@ RULES: list[Rule] = [
     # numerical faults: SGLang's sampler checks the logits/probabilities of each batch
     _r("numerical", r"(?:" + _E + r")?(?:Detected errors during sampling! )?NaN (?:in|detected in) (?:the )?"
        r"(?:logits|probabilit\w*)", signature="numerical"),
+    # torch's sampler refusing a distribution that went non-finite
+    _r("numerical", _E + r"probability tensor contains either \W?inf\W?, \W?nan\W? or element < 0",
+       signature="numerical"),
     # kernel Xid events (dmesg or a journal fed through --log-cmd): one incident per Xid code
     _r("xid", r"(?:\[[^\]]{1,40}\] )?(?:kernel: )?NVRM: Xid \(PCI:[\w:.]+\): \d+\b"),
     # prefill/decode disaggregation: a request whose KV transfer or bootstrap failed
