@@ -336,8 +336,9 @@ class LogWatcher:
         num = {inc.alert_id: k for k, inc in enumerate(incs, 1)}
         return [
             {"id": k, "kind": i.kind, "ranks": sorted(i.ranks), "first_line": i.first_line,
-             "signature_line": i.signature_line, "message": i.message, "count": i.count,
-             "caused_by": num.get(i.caused_by) if i.caused_by is not None else None}
+             "signature_line": i.signature_line, "message": i.message,
+             "caused_by": num.get(i.caused_by) if i.caused_by is not None else None,
+             "count": i.count}  # appended last: readers of the keys before it are unaffected
             for k, i in enumerate(incs, 1)
         ]
 
