@@ -24,7 +24,8 @@ from tuiapp.logwatch.watcher import LogWatcher
 
 WILD = Path(__file__).parent / "data" / "logs_wild"
 LOGS = sorted(WILD.glob("*.log"))
-KINDS = {"oom", "nccl", "jit_arch", "keyerror", "assertion", "hang", "kv_pressure", "error", "crash"}
+KINDS = {"oom", "nccl", "jit_arch", "keyerror", "assertion", "hang", "kv_pressure", "error", "crash",
+         "transfer", "request", "numerical", "cuda_fault", "ep_bootstrap", "xid"}
 
 
 def expected(log: Path) -> dict:

@@ -97,6 +97,8 @@ class ServerStats(_Event):
 AlertKind = Literal[
     "oom", "assertion", "keyerror", "jit_arch", "nccl", "crash", "hang", "kv_pressure",
     "error", "timeout", "gpu_lost", "xid", "numerical",
+    # failure families read from logs (docs/failure-detector.md)
+    "transfer", "request", "cuda_fault", "ep_bootstrap",
 ]
 
 
@@ -115,6 +117,9 @@ class Alert(_Event):
     nodes: list[str] = Field(default_factory=list)  # labelled log sources (attach --log NODE=...) it was seen on
     signature_line: int | None = None  # the decisive line: where the message was read
     caused_by: int | None = None  # a crash: alert_id of the error it followed
+    # records that joined the incident (ranks, and for per-request failures each request);
+    # recordings written before this field read as 1
+    count: int = 1
 
 
 # ---------------------------------------------------------------- benchmark loop

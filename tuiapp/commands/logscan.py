@@ -99,6 +99,8 @@ def _report(path: str, s: dict) -> str:
         for inc in incidents:
             ranks = ",".join(str(r) for r in inc["ranks"]) or "-"
             cause = f" (after #{inc['caused_by']})" if inc.get("caused_by") else ""
+            if inc.get("count", 1) > 1:
+                cause += f" x{inc['count']}"
             out.append(f"  #{inc['id']:<3} line {inc['first_line']:>7}  {inc['kind']:<11} ranks {ranks:<16} "
                        f"{inc['message']}{cause}")
     return "\n".join(out)

@@ -12,8 +12,7 @@ middle of a message, so a logged prompt saying "out of memory", advice in a warn
 The kind follows the exception Python printed last, unless that one only wraps a more
 specific cause ("Capture cuda graph failed" around an AssertionError, "hit an exception",
 a build error around an unsupported architecture): then the most specific kind in the
-record wins (oom > nccl > jit_arch > keyerror > assertion > hang > kv_pressure > error >
-crash), and the message shown is the line that kind came from. A record without any
+record wins (the order of PRIORITY: oom first, crash last), and the message shown is the line that kind came from. A record without any
 rule but whose head is an exception line (``RuntimeError: ...`` printed without a
 ``Traceback`` header) is a generic error.
 
@@ -46,10 +45,17 @@ _REPR_RE = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\((['\"]
 _WRAPPED_RE = re.compile(r"\w+ hit an exception: (?!Traceback)(.+)")
 _GLOO_C10_RE = re.compile(r"\[[EF]\d{3,4} [\d:.]+ (?:\d+ )?ProcessGroupGloo\.cpp:\d+\]")
 _E = r"[\w.]*(?:Error|Exception): "  # an exception line's type
+# argparse's verdict on a command line (launch_server.py, `sglang serve`)
+ARGPARSE_ERROR = (r"(?:[\w.-]+: )?error: (?:unrecognized arguments: |the following arguments are required: "
+                  r"|argument -|ambiguous option: )")
+# NVSHMEM reports an error as the source line that saw it (DeepEP's bootstrap, multi-node EP)
+NVSHMEM_SOURCE_LINE = r"\S*nvshmem\S*\.(?:cpp|cu|h):[\w:]*\d+: "
+_XID_RE = re.compile(r"NVRM: Xid \(PCI:[\w:.]+\): (\d+)")
 _TB_HEAD = "Traceback (most recent call last)"
 
 
-PRIORITY = ["oom", "nccl", "jit_arch", "keyerror", "assertion", "hang", "kv_pressure", "error", "crash"]
+PRIORITY = ["oom", "cuda_fault", "nccl", "ep_bootstrap", "jit_arch", "keyerror", "assertion", "numerical", "hang",
+            "xid", "transfer", "request", "kv_pressure", "error", "crash"]
 
 
 @dataclass(slots=True)
@@ -86,7 +92,8 @@ RULES: list[Rule] = [
     _r("nccl", r"(?:[\w.]+\.)?DistBackendError\b"),
     _r("nccl", _E + r".*\bNCCL (?:error|communicator was aborted)"),
     # the what() line under it names the failure better
-    _r("nccl", r"terminate called after throwing an instance of 'c10::DistBackendError'", prio=1.1),
+    _r("nccl", r"terminate called after throwing an instance of 'c10::DistBackendError'",
+       prio=PRIORITY.index("nccl") + 0.1),
     _r("nccl", r"what\(\):.*(?:collective operation timeout|NCCL error)"),
     _r("nccl", r"Process group watchdog thread terminated with exception: .*(?:timeout|NCCL)"),
     # Gloo (the CPU process group) fails the same ways NCCL does
@@ -98,6 +105,32 @@ RULES: list[Rule] = [
     # that joins the same incident and makes it an error; a WARN at shutdown stays a warning
     _r("nccl", r"\S+:\d+:\d+ \[\d+\] NCCL WARN\b", "warning"),
     _r("nccl", r"\S+:\d+:\d+ \[\d+\] NCCL ERROR\b"),
+    # a CUDA fault the NCCL watchdog thread noticed (the faulting kernel ran earlier, elsewhere)
+    _r("cuda_fault", r"(?:\s*what\(\):\s+)?(?:\[E[\w ]*\.cpp:\d+\] )?(?:\[(?:PG [^\]]*|Rank \d+)\] ?)*"
+       r"(?:NCCL|Process group) watchdog thread terminated with exception: CUDA error: ", signature="cuda_fault"),
+    # expert parallelism: DeepEP's NVSHMEM bootstrap; the summary lines say most
+    _r("ep_bootstrap", NVSHMEM_SOURCE_LINE, signature="ep_bootstrap"),
+    _r("ep_bootstrap", r"(?:transport create connect|connect EPS) failed\s*$", signature="ep_bootstrap"),
+    # the summary lines: shown instead of the first line of the burst (specific=2)
+    _r("ep_bootstrap", r"(?:" + NVSHMEM_SOURCE_LINE + r")?(?:NVSHMEM API called before NVSHMEM initialization|nvshmem (?:initialization|setup connections)"
+       r" failed|aborting due to error in nvshmemi_init)", signature="ep_bootstrap",
+       prio=PRIORITY.index("ep_bootstrap") - 0.1, specific=2),
+    # numerical faults: SGLang's sampler checks the logits/probabilities of each batch
+    _r("numerical", r"(?:" + _E + r")?(?:Detected errors during sampling! )?NaN (?:in|detected in) (?:the )?"
+       r"(?:logits|probabilit\w*)", signature="numerical"),
+    # torch's sampler refusing a distribution that went non-finite
+    _r("numerical", _E + r"probability tensor contains either \W?inf\W?, \W?nan\W? or element < 0",
+       signature="numerical"),
+    # kernel Xid events (dmesg or a journal fed through --log-cmd): one incident per Xid code
+    _r("xid", r"(?:\[[^\]]{1,40}\] )?(?:kernel: )?NVRM: Xid \(PCI:[\w:.]+\): \d+\b"),
+    # prefill/decode disaggregation: a request whose KV transfer or bootstrap failed
+    # (Mooncake, NIXL); the server goes on, the request gets an error
+    _r("transfer", r"(?:Decode|Prefill|Encode|Embedding) (?:transfer|bootstrap) failed for request\b",
+       "warning", "transfer"),
+    _r("transfer", r"E\d{4} [\d:.]+ +\d+ (?:\w*transport\w*|transfer_\w+|nixl_\w+|ucx_\w+)\.cpp:\d+\] ",
+       "warning", "transfer"),
+    # a request the server answered with 500 in its own access log
+    _r("request", r"INFO: +\S+ - \"[A-Z]+ \S+ HTTP/[\d.]+\" 500\b", "warning", "request"),
     _r("jit_arch", r"nvcc fatal\s*: Unsupported gpu architecture"),
     _r("jit_arch", r"ptxas fatal\s*: Value '(?:sm|compute)_\d+a?' is not defined"),
     _r("jit_arch", r"ptxas .*not supported on \.target '(?:sm|compute)_\d+"),
@@ -116,6 +149,7 @@ RULES: list[Rule] = [
     _r("error", r"\w+ hit an exception\b", wrapper=True),
     _r("error", r"Initialization failed\. warmup error", wrapper=True),
     _r("error", r"[\w.-]+\.py: error: "),  # argparse: unrecognized/ambiguous option
+    _r("error", ARGPARSE_ERROR),  # `sglang serve` and diffusion serve print it bare or as "sglang: error:"
     _r("error", r"ERROR:\s+\[Errno \d+\] "),  # uvicorn: e.g. the port is taken
     # ways the server dies; `specific` ranks how much a line says about the death
     _r("crash", r"(?:Message: ['\"])?Received sigquit from a child proces+\b", signature="crash", specific=0),
@@ -148,6 +182,7 @@ _RANK_RES = [
     re.compile(r"\bRank (\d+) scheduler (?:died|is dead)"),
     re.compile(r"\bRank (\d+)\]"),
     re.compile(r"^\S+:\d+:\d+ \[(\d+)\] NCCL "),
+    re.compile(r"^(?:Decode|Prefill|Encode|Embedding) \w+ failed for request rank=(\d+) "),
 ]
 _MAX_MESSAGE = 1000
 _WRAP_MIN = 60  # a line a terminal wrapped filled its width
@@ -203,7 +238,10 @@ def candidates(body: list[str]) -> list[tuple[int, str]]:
     """(line index, cleaned text) of the lines rules may match."""
     if not body:
         return []
-    out = [(0, clean(body[0]))]
+    head = body[0]
+    if head[:1].isspace() and _WHAT_RE.match(head):  # a terminate's what() line opens the record
+        head = _WHAT_RE.sub("", head, count=1)
+    out = [(0, clean(head))]
     for i in range(1, len(body)):
         line = body[i]
         if not line:
@@ -334,6 +372,10 @@ def classify(body: list[str]) -> Finding | None:
     # NCCL failures come as bursts of differently worded lines (NCCL WARN, c10 watchdog,
     # terminate/what(), DistBackendError tracebacks): one incident per burst.
     signature = "nccl" if rule.kind == "nccl" else rule.signature or f"{rule.kind}:{normalise(message)}"
+    if rule.kind == "xid":
+        m = _XID_RE.search(message)
+        if m:  # the dmesg/journal time goes; the code makes the incident
+            message, signature = message[m.start():], f"xid:{m.group(1)}"
     aliases: list[str] = []
     if rule.kind != "nccl" and rule.signature is None:
         for _, c in cands:

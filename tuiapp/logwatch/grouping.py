@@ -3,7 +3,9 @@
 The same failure (kind + normalised message) from more ranks within the group window is
 one incident: it is re-published with the same ``alert_id`` and the grown rank list, and
 consumers replace by id. Closeness is judged on log timestamps when both records have
-one (so a finished log groups the way it did live) and on arrival time otherwise.
+one (so a finished log groups the way it did live) and on arrival time otherwise. ``count``
+says how many records reported an incident: per-request failures (a KV transfer, an HTTP
+500) are one warning whose count grows within REPEAT_WINDOW_S, not one alert per request.
 
 The death of the server (sigquit, ``crashed with exit code``, ``scheduler is dead``,
 ``terminate called``, ``Killed``) is always an incident of its own, kind ``crash``: a
@@ -29,6 +31,10 @@ CONSEQUENCE_S = 30.0
 CAUSE_AFTER_S = 2.0
 SHUTDOWN_S = 300.0  # a drain waits for running requests; the exits after it are the shutdown
 KV_PRESSURE_WINDOW_S = 60.0  # retractions come in episodes; one alert per episode
+# Failures that repeat for as long as their cause lasts (a request's KV transfer, an HTTP 500,
+# NaN logits, a kernel Xid): one incident per episode whose count grows, not one per request.
+REPEAT_WINDOW_S = {"kv_pressure": KV_PRESSURE_WINDOW_S, "transfer": 60.0, "request": 60.0, "numerical": 60.0,
+                   "xid": 60.0}
 MAX_TRACEBACK_CHARS = 64 * 1024
 MAX_INCIDENTS = 10_000
 
@@ -54,6 +60,7 @@ class Incident:
     specific: int = 1
     first_log_t: float | None = None
     first_wall_s: float = 0.0
+    count: int = 1  # records that reported it (each rank's, each failed request's)
 
     def to_alert(self) -> Alert:
         return Alert(
@@ -67,6 +74,7 @@ class Incident:
             alert_id=self.alert_id,
             signature_line=self.signature_line,
             caused_by=self.caused_by,
+            count=self.count,
         )
 
 
@@ -124,7 +132,7 @@ class AlertGrouper:
             if target is not None:
                 self._join(target, ranks, line_no, sig_line, text, f, log_t, wall_s)
                 return target
-        window = KV_PRESSURE_WINDOW_S if f.kind == "kv_pressure" else self.window_s
+        window = REPEAT_WINDOW_S.get(f.kind, self.window_s)
         for key in keys:
             inc = self._by_sig.get(key)
             if inc is not None and self._near(inc, log_t, wall_s, window):
@@ -211,6 +219,9 @@ class AlertGrouper:
     def _join(self, inc: Incident, ranks: list[int], line_no: int, sig_line: int, text: str, f: Finding,
               log_t: float | None, wall_s: float, continued: bool = False) -> None:
         changed = False
+        if not continued:
+            inc.count += 1
+            changed = True
         if line_no < inc.first_line:  # a record finished late (a traceback cut short)
             inc.first_line = line_no
             changed = True
@@ -220,6 +231,10 @@ class AlertGrouper:
         new = [r for r in ranks if r not in inc.ranks]
         if new:
             inc.ranks.extend(new)
+            changed = True
+        if not continued and f.kind == inc.kind and f.specific > inc.specific:
+            # a later line of the same burst says more (NVSHMEM's summary after its source lines)
+            inc.message, inc.signature_line, inc.specific = f.message, sig_line, f.specific
             changed = True
         if f.severity == "error" and inc.severity != "error":
             inc.severity = "error"  # e.g. failed health checks, then the watchdog fires

@@ -32,7 +32,15 @@ from typing import Any
 
 from tuiapp.events import LogLine, ServerState, ServerStats
 from tuiapp.logwatch.batchstats import parse_batch_line
-from tuiapp.logwatch.classify import _BARE_EXC_RE, _TB_HEAD, EXC_RE, Finding, classify
+from tuiapp.logwatch.classify import (
+    _BARE_EXC_RE,
+    _TB_HEAD,
+    ARGPARSE_ERROR,
+    EXC_RE,
+    NVSHMEM_SOURCE_LINE,
+    Finding,
+    classify,
+)
 from tuiapp.logwatch.envelope import EnvelopeDetector
 from tuiapp.logwatch.grouping import AlertGrouper
 from tuiapp.logwatch.lines import Line, LineSplitter
@@ -64,16 +72,24 @@ _STANDALONE_RE = re.compile(
     r"|\[Gloo\]"
     r"|\S+\.py:\d+: \w*Warning: "  # warnings.warn output
     r"|(?:INFO|WARNING|ERROR|DEBUG):\s{2,}"  # uvicorn without SGLang's formatter
+    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w.-]+:\d+\] "  # glog (Mooncake, NIXL): one line each
 )
+# kernel lines (dmesg, a journal) fed through --log-cmd: each its own record. Like the
+# patterns below, tried only when a cheap substring test says the line may be one: these
+# regexes ran on every unprefixed line (tracebacks, frame dumps) and cost ~5% of feed time.
+_NVRM_RE = re.compile(r"(?:> )?(?:\[[^\]]{1,40}\] )?(?:kernel: )?NVRM: ")
 # Unprefixed lines that begin output of their own (a dying process, the C++ runtime)
 # rather than continue the record before them.
 _RAW_START_RE = re.compile(
     r"terminate called after throwing|Fatal Python error:|Segmentation fault|Killed\s*$"
-    r"|Process \w+-\d+:$|Exception ignored in|usage: "
+    r"|Process \w+-\d+:$|Exception ignored in|usage: |\[[EF] \w+\.cpp:\d+\] "
 )
+_ARGPARSE_RE = re.compile(ARGPARSE_ERROR)
+_NVSHMEM_RE = re.compile(NVSHMEM_SOURCE_LINE)
 # A record glued after a progress bar that ended without "\r" (a pasted terminal capture).
 _GLUED_RE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
-_ACCESS_LOG = "INFO:     "  # uvicorn's access log: one line per request, never a failure
+_ACCESS_LOG = "INFO:     "  # uvicorn's access log: one line per request
+_HTTP_500 = '" 500 '  # ...a failure only when the server answered 500
 _SHUTDOWN_RE = re.compile(r"SIGTERM received\b|Received SIGTERM\b")
 _WARN_RE = re.compile(
     r"(?:WARNING|Warning|WARN)\b|\S+\.py:\d+: \w*Warning: |Setup Custom allreduce failed"
@@ -325,7 +341,8 @@ class LogWatcher:
         return [
             {"id": k, "kind": i.kind, "ranks": sorted(i.ranks), "first_line": i.first_line,
              "signature_line": i.signature_line, "message": i.message,
-             "caused_by": num.get(i.caused_by) if i.caused_by is not None else None}
+             "caused_by": num.get(i.caused_by) if i.caused_by is not None else None,
+             "count": i.count}  # appended last: readers of the keys before it are unaffected
             for k, i in enumerate(incs, 1)
         ]
 
@@ -366,10 +383,14 @@ class LogWatcher:
             if m:
                 self._on_rank_line(int(m.group(1)), line, orig, text[m.end():], wall)
                 return
-        if _STANDALONE_RE.match(text):
+        if _STANDALONE_RE.match(text) or ("NVRM: " in text and _NVRM_RE.match(text)):
             self._standalone(line, orig, wall, text)
             return
-        target = None if _RAW_START_RE.match(text) else self._continuation_target(text)
+        raw = bool(_RAW_START_RE.match(text)) or ("nvshmem" in text and bool(_NVSHMEM_RE.match(text)))
+        if not raw and "error: " in text and _ARGPARSE_RE.match(text):
+            # argparse's error line starts a record, unless it closes its usage text
+            raw = self._open is None or not self._open.body[0].startswith("usage: ")
+        target = None if raw else self._continuation_target(text)
         if (target is not None and target is self._open and not target.has_tb and not target.waiting
                 and not target.last_nonblank[:1].isspace() and _BARE_EXC_RE.match(text)):
             target = None  # an exception printed on its own after an ordinary record starts one
@@ -532,7 +553,7 @@ class LogWatcher:
                 rec.nums.pop()
         finding: Finding | None = None
         if not rec.extra.get("progress") and not (len(texts) == 1 and (
-                rec.extra.get("stats") or rec.body[0].startswith(_ACCESS_LOG))):
+                rec.extra.get("stats") or _quiet_access_log(rec.body[0]))):
             finding = classify(rec.body)
         text = "\n".join(texts) if (self._log_lines or finding is not None) else ""
         if self._log_lines:
@@ -577,7 +598,11 @@ def _unalarming(rec: Record) -> bool:
     """Finishing it can raise nothing (see _finish): a progress bar, or one line that is a
     statistics line or a request's access-log line."""
     return not rec.waiting and (bool(rec.extra.get("progress")) or (
-        len(rec.texts) == 1 and (bool(rec.extra.get("stats")) or rec.body[0].startswith(_ACCESS_LOG))))
+        len(rec.texts) == 1 and (bool(rec.extra.get("stats")) or _quiet_access_log(rec.body[0]))))
+
+
+def _quiet_access_log(head: str) -> bool:
+    return head.startswith(_ACCESS_LOG) and _HTTP_500 not in head
 
 
 def _level(head: str) -> str:

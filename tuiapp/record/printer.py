@@ -201,9 +201,12 @@ class Printer:
             previous = self.alerts.get(ev.alert_id)
             self.alerts[ev.alert_id] = ev
             if previous is not None:
-                if ((set(ev.ranks), set(ev.nodes), ev.severity, ev.message, ev.caused_by)
-                        != (set(previous.ranks), set(previous.nodes), previous.severity, previous.message,
-                            previous.caused_by)):
+                # a growing count is printed at powers of two: a per-request failure stays a
+                # few lines however many requests fail
+                grown = ev.count != previous.count and ev.count & (ev.count - 1) == 0
+                if grown or ((set(ev.ranks), set(ev.nodes), ev.severity, ev.message, ev.caused_by)
+                             != (set(previous.ranks), set(previous.nodes), previous.severity, previous.message,
+                                 previous.caused_by)):
                     self._pending_updates[ev.alert_id] = ev  # printed before the next line
                 return
             else:
@@ -218,6 +221,8 @@ class Printer:
         line = f" line={ev.first_line}" if ev.first_line is not None else ""
         nodes = f" nodes={','.join(ev.nodes)}" if ev.nodes else ""
         cause = f" after=alert#{ev.caused_by}" if ev.caused_by else ""  # a death, and the error it followed
+        if ev.count > 1:
+            cause += f" count={ev.count}"
         (self._write if tag == "update" else self._print)(
             ev.t_s, "ALERT",
             f"{ev.alert_kind} {ev.severity} {tag}{nodes} ranks={_ranks(ev.ranks)}{line}{cause} source={ev.source}: {ev.message}",

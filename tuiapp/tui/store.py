@@ -91,6 +91,7 @@ class DashboardStore:
         self.gpu_tx: dict[int, deque[float | None]] = {}
         # alerts, newest first; same key = same incident (its rank list grows)
         self.alerts: dict[tuple, Alert] = {}
+        self._alert_keys: dict[tuple[str, int], tuple] = {}  # (source, alert_id) -> key in alerts
         self.alert_order: list[tuple] = []
         # trials
         self.trials: dict[str, TrialRow] = {}
@@ -294,7 +295,14 @@ class DashboardStore:
             if self.current_trial is not None:
                 self.trials[self.current_trial].alert_keys.append(key)
         self.alerts[key] = ev
+        if ev.alert_id:
+            self._alert_keys[(ev.source, ev.alert_id)] = key
         self._bump("alerts", "trials")
+
+    def alert_by_id(self, source: str, alert_id: int) -> Alert | None:
+        """The alert a death names as its cause (``Alert.caused_by``)."""
+        key = self._alert_keys.get((source, alert_id))
+        return self.alerts.get(key) if key is not None else None
 
     def _on_TrialState(self, ev: TrialState) -> None:
         if ev.name != self.current_trial:

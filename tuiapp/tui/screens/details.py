@@ -42,7 +42,11 @@ def alert_text(alert: Alert, store: DashboardStore) -> Text:
     body = Text()
     rows = (("kind", alert.alert_kind), ("severity", alert.severity), ("ranks", ranks_label(alert.ranks)),
             ("source", alert.source), ("time", fmt.clock(store.rel_s(alert.t_s))),
-            ("log line", str(alert.first_line) if alert.first_line is not None else fmt.NA))
+            ("log line", str(alert.first_line) if alert.first_line is not None else fmt.NA),
+            ("count", str(alert.count)))
+    cause = store.alert_by_id(alert.source, alert.caused_by) if alert.caused_by else None
+    if cause is not None:  # a death: what it followed
+        rows += (("after", f"{cause.alert_kind}: {cause.message.splitlines()[0] if cause.message else ''}"),)
     for label, value in rows:
         body.append(f"{label:<9}", "bold")
         body.append(f"{value}\n")

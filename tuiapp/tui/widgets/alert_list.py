@@ -127,6 +127,11 @@ class AlertList(CursorPanel):
         if alert.nodes:  # attach --log NODE=...: which nodes printed it
             text.append(f" {','.join(alert.nodes)}", tone)
         text.append(f" {when} ", muted)
+        if alert.count > 1:  # a per-request failure: how many requests so far
+            text.append(f"x{alert.count} ", tone + Style(bold=True))
+        if alert.caused_by:  # a death: the incident it followed
+            cause = self.store.alert_by_id(alert.source, alert.caused_by)
+            text.append(f"after {cause.alert_kind if cause is not None else 'an error'}: ", muted)
         text.append(alert.message.splitlines()[0] if alert.message else "", tone)
         return text
 
