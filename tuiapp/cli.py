@@ -18,7 +18,7 @@ from tuiapp import __version__
 from tuiapp.common.errors import UsageError
 from tuiapp.common.stdio import stdout_gone
 
-COMMANDS = ["demo", "launch", "attach", "logscan", "gpus", "trials", "replay", "report"]
+COMMANDS = ["demo", "launch", "attach", "logscan", "gpus", "trials", "compare", "replay", "report"]
 
 
 # A process that dies of SIGPIPE exits 128 + 13 to the shell; `tuiapp logscan F | head -1`

@@ -214,7 +214,8 @@ def table(rows: list[Row]) -> str:
     def f(v: float | None, spec: str = ".2f") -> str:
         return "n/a" if v is None else format(v, spec)
 
-    head = f"{'group':<28} {'metric':<26} {'base':>10} {'new':>10} {'new/base':>9} {'95% interval':>15}  verdict"
+    w = min(60, max([len("group"), *(len(r.group) for r in rows)]))
+    head = f"{'group':<{w}} {'metric':<26} {'base':>10} {'new':>10} {'new/base':>9} {'95% interval':>15}  verdict"
     lines = [head]
     for r in rows:
         metric = r.metric if r.point is None else f"{r.metric} @{r.point}"
@@ -223,7 +224,7 @@ def table(rows: list[Row]) -> str:
         ci = "" if r.ci95 is None else f"{r.ci95[0]:.3f}-{r.ci95[1]:.3f}"
         base = None if r.base_mean is None else r.base_mean * scale
         new = None if r.new_mean is None else r.new_mean * scale
-        lines.append(f"{r.group[:28]:<28} {unit_metric[:26]:<26} {f(base):>10} {f(new):>10} {f(r.ratio, '.3f'):>9} "
+        lines.append(f"{r.group[:w]:<{w}} {unit_metric[:26]:<26} {f(base):>10} {f(new):>10} {f(r.ratio, '.3f'):>9} "
                      f"{ci:>15}  {r.verdict}" + (f" (n={r.n_base}/{r.n_new}, p={r.p_value:.2g})"
                                                   if r.p_value is not None else ""))
     return "\n".join(lines)
