@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import re
 import socket
 import struct
 import sys
@@ -43,7 +44,9 @@ _MAX_HEAD_BYTES = 64 * 1024
 # Nothing is shown of a stream before it ends (its times come from the stamps), and the
 # dashboard's frames are 1 s apart: 1 s reads halve a 3 s stream's wake-ups against 0.5 s.
 STREAM_WAKE_S = 1.0
-_LAST_CHUNK = b"0\r\n\r\n"  # a chunked body's end (trailers aside): wake at once
+_LAST_CHUNK = b"0\r\n\r\n"
+# RFC 9112's chunk-size [chunk-ext] with h11's bounds (20 hex digits, trailing blanks)
+_CHUNK_HEAD = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\r\n]*)?[ \t]*")  # a chunked body's end (trailers aside): wake at once
 _READ_BYTES = 64 * 1024
 _PIECE_BYTES = 16 * 1024
 # Linux's SO_TIMESTAMPNS (= its SCM_TIMESTAMPNS); Python's socket module does not name it.
@@ -344,11 +347,18 @@ class _Body(httpx.AsyncByteStream):
             out = []
             pos = 0
             done = False
+            line_pending = False  # waiting for the rest of a chunk size line
+            bad = ""  # the framing broke here: what came before it still goes out first
             while True:
                 eol = buf.find(b"\r\n", pos)
                 if eol < 0:
+                    line_pending = True
                     break
-                size = int(bytes(buf[pos:eol]).split(b";", 1)[0], 16)
+                head = _CHUNK_HEAD.fullmatch(buf, pos, eol)
+                if head is None:
+                    bad = f"bad chunk size line {bytes(buf[pos:eol][:40])!r}"
+                    break
+                size = int(head.group(1), 16)
                 start = eol + 2
                 if size == 0:
                     end = buf.find(b"\r\n", start)  # trailers end with an empty line
@@ -367,6 +377,9 @@ class _Body(httpx.AsyncByteStream):
                     break
                 if len(buf) < start + size + 2:
                     break
+                if buf[start + size : start + size + 2] != b"\r\n":
+                    bad = f"chunk of {size} bytes not followed by CRLF"
+                    break
                 out.append(bytes(buf[start : start + size]))
                 pos = start + size + 2
             if pos:
@@ -384,8 +397,12 @@ class _Body(httpx.AsyncByteStream):
                     yield group[0] if len(group) == 1 else b"".join(group)
                     group, group_bytes = [], 0
             self.read_done = True
+            if bad:
+                raise httpx.RemoteProtocolError(bad)
             if done:
                 return
+            if line_pending and len(buf) > _MAX_HEAD_BYTES:
+                raise httpx.RemoteProtocolError("chunk size line too long")
             await conn.more()
 
     async def aclose(self) -> None:
