@@ -38,6 +38,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from tuiapp.common.net_errors import cause
 from tuiapp.common.ticks import next_tick_s
 
 _MAX_HEAD_BYTES = 64 * 1024
@@ -105,6 +106,8 @@ class _Conn:
         self.stamps = _stamped(sock)
         self.buf = bytearray()
         self.closed = False
+        self.reads = 0  # reads that brought bytes: a stalled response is one whose count stands still
+        self.timed_out = ""  # why the response's deadline closed this connection
         self.arrived_s = 0.0  # perf_counter when the newest byte read so far came in
         self.defer_s = 0.0  # > 0 while a body streams: read at most this often
         self.on_grid = False  # spaced reads fall on the shared clock grid (common/ticks.py)
@@ -172,6 +175,7 @@ class _Conn:
                 self._lost()
                 return True
             self.buf += view[:n]
+            self.reads += 1
             self.arrived_s = self._arrival(anc)
             got = True
             if n < len(view):
@@ -240,7 +244,10 @@ class _Conn:
                 raise httpx.RemoteProtocolError(f"send failed: {exc}") from None
 
     async def more(self) -> None:
-        """Wait until more bytes arrive; raises RemoteProtocolError at EOF."""
+        """Wait until more bytes arrive; raises RemoteProtocolError at EOF, ReadTimeout when
+        the response's deadline passed."""
+        if self.timed_out:
+            raise httpx.ReadTimeout(self.timed_out)
         if self.closed:
             raise httpx.RemoteProtocolError("server closed the connection")
         self._waiter = self.loop.create_future()
@@ -248,6 +255,8 @@ class _Conn:
             await self._waiter
         finally:
             self._waiter = None
+        if self.timed_out:
+            raise httpx.ReadTimeout(self.timed_out)
         if self.closed and not self.buf:
             raise httpx.RemoteProtocolError("server closed the connection")
 
@@ -285,14 +294,47 @@ async def _open(host: str, port: int) -> _Conn:
 
 
 class _Body(httpx.AsyncByteStream):
-    def __init__(self, transport: LeanTransport, key: tuple[str, int], conn: _Conn, length: int | None, chunked: bool, keep: bool) -> None:
+    def __init__(self, transport: LeanTransport, key: tuple[str, int], conn: _Conn, length: int | None,
+                 chunked: bool, keep: bool, read_s: float | None = None) -> None:
         self._t, self._key, self._conn = transport, key, conn
         self._length, self._chunked, self._keep = length, chunked, keep
         self._complete = False
+        # httpx's read timeout, over the body too: a body that stalls after its head ends in
+        # ReadTimeout. One timer per read_s, not one per read: it looks whether any read came.
+        self._read_s = read_s
+        self._watch: asyncio.TimerHandle | None = None
+        self._seen = 0
+        if read_s:
+            self._watch_from_now()
         self._wake_s: float | None = None  # the consumer's choice (stream_wake); None: the transport's
         self._spaced = False  # the first piece has gone: reads may be spaced
         self.read_done = True  # the piece just yielded is the last of its read
         self._released = False  # the connection went back to the pool
+
+    def _watch_from_now(self) -> None:
+        self._seen = self._conn.reads
+        self._watch = self._conn.loop.call_later(self._read_s, self._check)
+
+    def _check(self) -> None:
+        self._watch = None
+        conn = self._conn
+        if self._complete or self._released or conn.closed:
+            return
+        if conn.reads == self._seen and conn._recv():  # spaced reads may not have looked yet
+            conn._after_read()
+        if conn.closed and not conn.timed_out:
+            return
+        if conn.reads != self._seen:
+            self._watch_from_now()
+            return
+        host, port = self._key
+        conn.timed_out = f"{host}:{port}: no response bytes for {self._read_s:g} s"
+        conn.close()
+
+    def _unwatch(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
 
     def wake(self, wake_s: float | None) -> None:
         """Read this stream at most every ``wake_s`` (0: at once; None: the transport's default)."""
@@ -340,6 +382,7 @@ class _Body(httpx.AsyncByteStream):
                     break
             self._keep = False
         self._complete = True
+        self._unwatch()
 
     async def _dechunk(self, conn: _Conn) -> AsyncIterator[bytes]:
         buf = conn.buf
@@ -406,6 +449,7 @@ class _Body(httpx.AsyncByteStream):
             await conn.more()
 
     async def aclose(self) -> None:
+        self._unwatch()
         conn = self._conn
         if not self._complete and self._chunked and not conn.closed:
             # The reader stopped at the body's last data (SSE's [DONE]) before its end was
@@ -428,24 +472,22 @@ class _Body(httpx.AsyncByteStream):
 class LeanTransport(httpx.AsyncBaseTransport):
     def __init__(self, *, connect_timeout_s: float = 5.0, max_idle: int = 256,
                  limits: httpx.Limits | None = None, stream_wake_s: float = STREAM_WAKE_S) -> None:
-        """``limits`` is for the https fallback (httpx ignores a client's own limits when
+        """``limits`` is for the httpx fallback (httpx ignores a client's own limits when
         it is given a transport): its default of 100 connections would queue requests of a
         larger concurrency inside their measured TTFT. ``stream_wake_s``: 0 wakes the
         reader on every read (for polls, where a body is not a stream)."""
+        from tuiapp.common.routed_transport import RoutedAsyncTransport
+
         self.stream_wake_s = stream_wake_s
         self._connect_timeout_s = connect_timeout_s
         self._max_idle = max_idle
         self._idle: dict[tuple[str, int], list[_Conn]] = {}
-        self._limits = limits
-        self._fallback: httpx.AsyncHTTPTransport | None = None  # built on first https use: its SSL context costs ~20 ms
+        # https and whatever a proxy carries: httpx's own transports (common/net_config.py)
+        self.routed = RoutedAsyncTransport(limits=limits)
 
-    def https_transport(self) -> httpx.AsyncHTTPTransport:
-        """httpx's own transport, for https (built on first use, with the shared SSL context)."""
-        if self._fallback is None:
-            from tuiapp.common.http_clients import tls_context
-
-            self._fallback = httpx.AsyncHTTPTransport(verify=tls_context(), limits=self._limits or httpx.Limits())
-        return self._fallback
+    def is_lean(self, url: httpx.URL) -> bool:
+        """Whether this transport serves ``url`` itself (plain http, no proxy)."""
+        return url.scheme == "http" and self.routed.proxy_for(url) is None
 
     def _release(self, key: tuple[str, int], conn: _Conn) -> None:
         pool = self._idle.setdefault(key, [])
@@ -458,14 +500,15 @@ class LeanTransport(httpx.AsyncBaseTransport):
         try:
             return await asyncio.wait_for(_open(host, port), self._connect_timeout_s)
         except asyncio.TimeoutError:
-            raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from None
+            raise httpx.ConnectTimeout(
+                f"{host}:{port}: connect timed out after {self._connect_timeout_s:g} s") from None
         except OSError as exc:
-            raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
+            raise httpx.ConnectError(f"{host}:{port}: {cause(exc)}") from exc
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        if url.scheme != "http":
-            return await self.https_transport().handle_async_request(request)
+        if not self.is_lean(url):
+            return await self.routed.handle_async_request(request)
         host, port = url.host, url.port or 80
         key = (host, port)
         body = await request.aread()
@@ -493,10 +536,10 @@ class LeanTransport(httpx.AsyncBaseTransport):
             read_s = (request.extensions.get("timeout") or {}).get("read")
             try:
                 await conn.send(data)
-                return await _within(self._response(key, conn, request), read_s)
+                return await _within(self._response(key, conn, request, read_s), read_s)
             except asyncio.TimeoutError:
                 conn.close()
-                raise httpx.ReadTimeout("no response head in time") from None
+                raise httpx.ReadTimeout(f"{host}:{port}: no response head within {read_s:g} s") from None
             except httpx.RemoteProtocolError:
                 conn.close()
                 if not reused:
@@ -504,7 +547,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 # a keep-alive connection the server had closed: retry once on a fresh one
                 pool = None
 
-    async def _response(self, key: tuple[str, int], conn: _Conn, request: httpx.Request) -> httpx.Response:
+    async def _response(self, key: tuple[str, int], conn: _Conn, request: httpx.Request,
+                        read_s: float | None) -> httpx.Response:
         buf = conn.buf
         while True:
             end = buf.find(b"\r\n\r\n")
@@ -532,14 +576,23 @@ class LeanTransport(httpx.AsyncBaseTransport):
             headers.append((name, value))
             low = name.lower()
             if low == b"content-length":
-                length = int(value)
+                # RFC 9112 6.3: digits only; repeated values must agree (int() takes "+5", "-1", " 5")
+                values = {v.strip() for v in value.split(b",")}
+                if len(values) != 1 or not value or not all(v.isdigit() for v in values):
+                    conn.close()
+                    raise httpx.RemoteProtocolError(f"bad Content-Length {value[:40]!r}")
+                new = int(values.pop())
+                if length is not None and new != length:
+                    conn.close()
+                    raise httpx.RemoteProtocolError("conflicting Content-Length headers")
+                length = new
             elif low == b"transfer-encoding" and b"chunked" in value.lower():
                 chunked = True
             elif low == b"connection":
                 keep = value.lower() != b"close" if keep else value.lower() == b"keep-alive"
         if request.method == "HEAD" or status_code in (204, 304):
             length, chunked = 0, False
-        body = _Body(self, key, conn, length, chunked, keep)
+        body = _Body(self, key, conn, length, chunked, keep, read_s)
         return httpx.Response(
             status_code,
             headers=headers,
@@ -560,5 +613,4 @@ class LeanTransport(httpx.AsyncBaseTransport):
             for conn in pool:
                 conn.close()
         self._idle.clear()
-        if self._fallback is not None:
-            await self._fallback.aclose()
+        await self.routed.aclose()
