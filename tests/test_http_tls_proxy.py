@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import httpx
 import pytest
+from net_servers import FAKE_HOST, ForwardProxy, json_server, make_cert
 
-from tests.net_servers import FAKE_HOST, ForwardProxy, json_server, make_cert
 from tuiapp.cli import main
 from tuiapp.common import net_config
 from tuiapp.common.errors import UsageError
@@ -140,7 +140,7 @@ async def test_all_proxy_and_explicit_proxy(proxy, http_server):
 
 async def test_no_proxy_and_loopback_go_direct(proxy, http_server):
     port = _port(http_server)
-    net_config.configure(NetOptions(env={"http_proxy": proxy.url, "no_proxy": f"localhost,.test"}))
+    net_config.configure(NetOptions(env={"http_proxy": proxy.url, "no_proxy": "localhost,.test"}))
     with pytest.raises(httpx.ConnectError, match=rf"^{FAKE_HOST}:{port}: name resolution failed"):
         await _get(f"http://{FAKE_HOST}:{port}/x")
     net_config.configure(NetOptions(proxy=proxy.url, env={"NO_PROXY": "*"}))
