@@ -47,7 +47,8 @@ _MAX_HEAD_BYTES = 64 * 1024
 STREAM_WAKE_S = 1.0
 _LAST_CHUNK = b"0\r\n\r\n"
 # RFC 9112's chunk-size [chunk-ext] with h11's bounds (20 hex digits, trailing blanks)
-_CHUNK_HEAD = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\r\n]*)?[ \t]*")  # a chunked body's end (trailers aside): wake at once
+_CHUNK_HEAD = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\r\n]*)?[ \t]*")
+_TRAILER = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*")  # a chunked body's end (trailers aside): wake at once
 _READ_BYTES = 64 * 1024
 _PIECE_BYTES = 16 * 1024
 # Linux's SO_TIMESTAMPNS (= its SCM_TIMESTAMPNS); Python's socket module does not name it.
@@ -412,6 +413,12 @@ class _Body(httpx.AsyncByteStream):
                         if end < 0:
                             break
                         end += 2
+                        for line in bytes(buf[start : end - 2]).split(b"\r\n"):
+                            if not _TRAILER.fullmatch(line):
+                                bad = f"bad trailer line {line[:40]!r}"
+                                break
+                        if bad:
+                            break
                     pos = end + 2
                     done = True
                     # all of the body is off the socket: the connection may serve the next

@@ -24,10 +24,11 @@ def cause(exc: BaseException) -> str:
     """The cause of a failed request, one line, without the host (callers name it)."""
     for e in _chain(exc):
         if isinstance(e, ssl.SSLCertVerificationError):
-            said = e.verify_message or e.reason or "verification failed"
+            # set by the handshake; an error made elsewhere may lack them
+            said = getattr(e, "verify_message", None) or getattr(e, "reason", None) or "verification failed"
             return f"certificate not trusted: {said} ({_HINT_TRUST})"
         if isinstance(e, ssl.SSLError):
-            reason = e.reason or e.strerror or str(e)
+            reason = getattr(e, "reason", None) or e.strerror or str(e)
             if reason in ("WRONG_VERSION_NUMBER", "RECORD_LAYER_FAILURE", "PACKET_LENGTH_TOO_LONG"):
                 return f"TLS handshake failed: {reason} (is it plain http?)"
             return f"TLS handshake failed: {reason}"
