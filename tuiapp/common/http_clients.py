@@ -69,21 +69,28 @@ class PollClient(httpx.AsyncClient):
         self._within = _within
         transport = kwargs.get("transport")
         self._lean = transport if isinstance(transport, LeanTransport) else None
-        self._requests: dict[tuple[str, object], httpx.Request] = {}
+        self._requests: dict[tuple[str, object], httpx.Request | None] = {}  # None: not lean
 
     async def get(self, url, *, timeout=httpx.USE_CLIENT_DEFAULT, **kwargs) -> httpx.Response:
         hooks = self.event_hooks
         if (self._lean is None or kwargs or not isinstance(url, str) or not url.startswith("http://")
-                or self.is_closed or hooks["request"] or hooks["response"]
-                or self._lean.routed.proxy_for(httpx.URL(url)) is not None):
+                or self.is_closed or hooks["request"] or hooks["response"]):
             return await super().get(url, timeout=timeout, **kwargs)
         key = (url, tuple(timeout.as_dict().items()) if isinstance(timeout, httpx.Timeout)
                else timeout if isinstance(timeout, (int, float)) else None)
-        request = self._requests.get(key)
-        if request is None:
+        request = self._requests.get(key, False)
+        if request is False:
             if len(self._requests) >= self._MAX_REQUESTS:
                 self._requests.clear()
-            request = self._requests[key] = self.build_request("GET", url, timeout=timeout)
+            request = self.build_request("GET", url, timeout=timeout)
+            if self._lean.is_lean(request.url):
+                # the deadline below is the only one: the transport adds none of its own
+                request.extensions["deadline_outside"] = True
+            else:  # a proxy carries it: httpx's own path, every time
+                request = None
+            self._requests[key] = request
+        if request is None:
+            return await super().get(url, timeout=timeout, **kwargs)
         # One deadline over the whole response, head and body: a poll's answer comes within its
         # read timeout or the poll fails (a body that trickles in must not hold it either).
         read_s = (request.extensions.get("timeout") or {}).get("read")

@@ -540,7 +540,9 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 continue
             # when the bytes leave: TTFT counts from here, not from before the client built them
             request.extensions["sent_s"] = time.perf_counter()
-            read_s = (request.extensions.get("timeout") or {}).get("read")
+            # a caller that bounds the whole response itself (PollClient) needs no timers here
+            read_s = (None if "deadline_outside" in request.extensions
+                      else (request.extensions.get("timeout") or {}).get("read"))
             try:
                 await conn.send(data)
                 return await _within(self._response(key, conn, request, read_s), read_s)

@@ -1,0 +1,107 @@
+"""The plain-http fast path, this tree against another revision, in one run (a ratio: the box is noisy).
+
+    .venv/bin/python benchmarks/http_fast_path.py [--base REV] [--rounds 3]
+
+REV (default: the merge base with ``main``) is exported with ``git archive`` and each tree's
+``tuiapp`` is put first on the path of its own subprocesses. Two figures per tree, rounds
+alternating base and head so drift hits both alike, medians printed with head/base:
+
+* one client core: bench_cost.py's --core-only measurement (our benchmark loop pinned to one
+  CPU, /generate, concurrency 64, 256 x 256 tokens, 1 token per chunk, against
+  tuiapp.sim.testserver on the other CPU): tokens per CPU-second;
+* a poll: the session's poll client (``async_client``: the lean transport and its prebuilt
+  request) GETting the test server's /metrics 3,000 times: CPU microseconds per poll.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from bench_cost import INNER  # noqa: E402
+from bench_peers import start_fake  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+
+POLL = """
+import asyncio, json, resource, sys
+from tuiapp.common.http_clients import async_client
+url, n = sys.argv[1] + "/metrics", int(sys.argv[2])
+def cpu():
+    r = resource.getrusage(resource.RUSAGE_SELF); return r.ru_utime + r.ru_stime
+async def main():
+    async with async_client(url) as client:
+        for _ in range(50):
+            await client.get(url)
+        c0 = cpu()
+        for _ in range(n):
+            (await client.get(url)).raise_for_status()
+        return cpu() - c0
+print(json.dumps({"cpu_s": asyncio.run(main()), "polls": n}))
+"""
+
+
+def export(rev: str, into: Path) -> Path:
+    data = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "tuiapp"], check=True, capture_output=True).stdout
+    tar = into / "tree.tar"
+    tar.write_bytes(data)
+    with tarfile.open(tar) as t:
+        t.extractall(into, filter="data")
+    return into
+
+
+def run_in(tree: Path, code: str, *argv: str, cpu: int | None) -> dict:
+    env = dict(os.environ, PYTHONPATH=str(tree))
+    cmd = [sys.executable, "-c", code, *argv]
+    if cpu is not None:
+        cmd = ["taskset", "-c", str(cpu), *cmd]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=600, cwd=tree, env=env)
+    if proc.returncode != 0:
+        raise SystemExit(f"{tree}: {proc.stderr[-500:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--base", help="revision to compare with (default: merge-base HEAD main)")
+    p.add_argument("--rounds", type=int, default=3)
+    args = p.parse_args()
+    base = args.base or subprocess.run(["git", "-C", str(ROOT), "merge-base", "HEAD", "main"], check=True,
+                                       capture_output=True, text=True).stdout.strip()
+    ncpu = os.cpu_count() or 1
+    client_cpu = ncpu - 1 if ncpu > 1 else None
+    srv = start_fake(step_ms=1, tokens_per_chunk=1, cpu=0 if ncpu > 1 else None)
+    trees = {"base": export(base, Path(tempfile.mkdtemp(prefix="http_fast_path_"))), "head": ROOT}
+    tok: dict[str, list[float]] = {"base": [], "head": []}
+    poll: dict[str, list[float]] = {"base": [], "head": []}
+    try:
+        for _ in range(args.rounds):
+            for name, tree in trees.items():
+                r = run_in(tree, INNER, srv.url, "generate", "64", "256", "256", cpu=client_cpu)
+                if r["errors"]:
+                    raise SystemExit(f"{name}: {r['errors']} request errors")
+                tok[name].append(r["tokens"] / r["cpu_s"])
+                r = run_in(tree, POLL, srv.url, "3000", cpu=client_cpu)
+                poll[name].append(r["cpu_s"] / r["polls"] * 1e6)
+                print(f"{name}: {tok[name][-1]:,.0f} tokens per CPU-second, {poll[name][-1]:.0f} us CPU per poll",
+                      flush=True)
+    finally:
+        srv.stop()
+    t_base, t_head = statistics.median(tok["base"]), statistics.median(tok["head"])
+    p_base, p_head = statistics.median(poll["base"]), statistics.median(poll["head"])
+    print(f"\nbase {base[:10]} vs head, medians of {args.rounds} alternating rounds:")
+    print(f"  one client core: {t_base:,.0f} -> {t_head:,.0f} tokens per CPU-second (head/base {t_head / t_base:.3f})")
+    print(f"  poll:            {p_base:.0f} -> {p_head:.0f} us CPU per poll (head/base {p_head / p_base:.3f})")
+
+
+if __name__ == "__main__":
+    main()
