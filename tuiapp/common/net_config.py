@@ -112,9 +112,10 @@ def is_loopback(host: str) -> bool:
     if host == "localhost" or host.endswith(".localhost"):
         return True
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        address = ipaddress.ip_address(host.strip("[]"))
     except ValueError:
         return False
+    return address.is_loopback or address.is_unspecified  # 0.0.0.0: this host, as a server's --host
 
 
 class Routes:
