@@ -3,6 +3,11 @@ loopback direct) against a local self-signed https server and a local forwarding
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
+
 import httpx
 import pytest
 from net_servers import FAKE_HOST, ForwardProxy, json_server, make_cert
@@ -181,3 +186,26 @@ def test_socks_without_socksio_is_a_usage_error():
             net_config.configure(NetOptions(env={"all_proxy": "socks5://127.0.0.1:1080"}))
     else:
         net_config.configure(NetOptions(env={"all_proxy": "socks5://127.0.0.1:1080"}))
+
+
+def test_attach_through_an_environment_proxy(proxy, tmp_path):
+    """A server reachable only through a proxy is attached and benchmarked: the whole session
+    (server info, benchmark streams, metrics polls) goes through it."""
+    server = subprocess.Popen([sys.executable, "-m", "tuiapp.sim.testserver", "--port", "0", "--step-ms", "2",
+                               "--tokens-per-chunk", "3"], stdout=subprocess.PIPE, text=True)
+    try:
+        port = server.stdout.readline().split()[-1].rsplit(":", 1)[1]
+        env = {k: v for k, v in os.environ.items() if not k.lower().endswith("_proxy")}
+        env["http_proxy"] = proxy.url
+        summary = tmp_path / "s.json"
+        r = subprocess.run([sys.executable, "-m", "tuiapp", "attach", f"http://{FAKE_HOST}:{port}", "--headless",
+                            "--runs", "2", "--max-new-tokens", "16", "--telemetry", "off", "--summary", str(summary)],
+                           capture_output=True, text=True, timeout=60, env=env)
+    finally:
+        server.terminate()
+        server.wait(5)
+    assert r.returncode == 0, r.stderr
+    runs = json.loads(summary.read_text())["runs"]
+    assert len(runs) == 2 and all(run["errors"] == 0 and run["decode_tok_s"] for run in runs)
+    paths = {line.split(" ", 1)[1].split(f":{port}", 1)[1] for line in proxy.seen}
+    assert {"/model_info", "/generate"} <= paths, paths
