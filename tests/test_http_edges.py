@@ -117,7 +117,7 @@ async def test_bad_chunks_are_a_protocol_error(chunks):
 
 async def test_connect_errors_name_the_host_and_cause():
     async with httpx.AsyncClient(transport=LeanTransport(connect_timeout_s=5.0)) as client:
-        with pytest.raises(httpx.ConnectError, match=r"^127\.0\.0\.1:1: connection refused$"):
+        with pytest.raises(httpx.ConnectError, match=r"^127\.0\.0\.1:1: Connection refused$"):
             await client.get("http://127.0.0.1:1/")
         with pytest.raises(httpx.ConnectError, match=r"^no-such-host\.invalid:80: name resolution failed: "):
             await client.get("http://no-such-host.invalid/")
@@ -134,7 +134,7 @@ def _chained(top: BaseException, inner: BaseException) -> BaseException:
     (_chained(httpx.ConnectError("[Errno 1] x"), ssl.SSLCertVerificationError(1, "x")),
      "certificate not trusted: "),
     (httpx.ConnectTimeout("x"), "connect timed out"),
-    (_chained(httpx.ConnectError("x"), ConnectionRefusedError(111, "Connection refused")), "connection refused"),
+    (_chained(httpx.ConnectError("x"), ConnectionRefusedError(111, "Connection refused")), "Connection refused"),
     (httpx.ReadTimeout("x"), "timed out (ReadTimeout)"),
 ])
 def test_cause_words(exc, said):

@@ -163,7 +163,7 @@ async def test_no_proxy_and_loopback_go_direct(proxy, http_server):
 
 async def test_a_dead_proxy_is_named(http_server):
     net_config.configure(NetOptions(proxy="http://127.0.0.1:1"))
-    with pytest.raises(httpx.ConnectError, match=rf"^{FAKE_HOST}:80 via proxy 127.0.0.1:1: connection refused"):
+    with pytest.raises(httpx.ConnectError, match=rf"^{FAKE_HOST}:80 via proxy 127.0.0.1:1: Connection refused"):
         await _get(f"http://{FAKE_HOST}/x")
 
 

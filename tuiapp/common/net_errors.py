@@ -35,9 +35,9 @@ def cause(exc: BaseException) -> str:
         if isinstance(e, socket.gaierror):
             return f"name resolution failed: {e.strerror or e}"
         if isinstance(e, ConnectionRefusedError):
-            return "connection refused"
+            return "Connection refused"  # the OS's words, as every other tool prints them
         if isinstance(e, ConnectionResetError):
-            return "connection reset by the peer"
+            return "Connection reset by peer"
     top = exc
     if isinstance(top, httpx.ProxyError):
         return f"proxy refused the tunnel: {top}"
