@@ -38,6 +38,7 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from tuiapp.common.http1_head import parse_head
 from tuiapp.common.net_errors import cause
 from tuiapp.common.ticks import next_tick_s
 
@@ -567,38 +568,13 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 conn.close()
                 raise httpx.RemoteProtocolError("response head too large")
             await conn.more()
-        lines = bytes(buf[:end]).split(b"\r\n")
+        raw = bytes(buf[:end])
         del buf[: end + 4]
         try:
-            version, status, *_ = lines[0].split(b" ", 2)
-            status_code = int(status)
-        except ValueError:
+            status_code, headers, length, chunked, keep = parse_head(raw)
+        except httpx.RemoteProtocolError:
             conn.close()
-            raise httpx.RemoteProtocolError(f"bad status line {lines[0][:80]!r}") from None
-        headers = []
-        length = None
-        chunked = False
-        keep = version == b"HTTP/1.1"
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            name, value = name.strip(), value.strip()
-            headers.append((name, value))
-            low = name.lower()
-            if low == b"content-length":
-                # RFC 9112 6.3: digits only; repeated values must agree (int() takes "+5", "-1", " 5")
-                values = {v.strip() for v in value.split(b",")}
-                if len(values) != 1 or not value or not all(v.isdigit() for v in values):
-                    conn.close()
-                    raise httpx.RemoteProtocolError(f"bad Content-Length {value[:40]!r}")
-                new = int(values.pop())
-                if length is not None and new != length:
-                    conn.close()
-                    raise httpx.RemoteProtocolError("conflicting Content-Length headers")
-                length = new
-            elif low == b"transfer-encoding" and b"chunked" in value.lower():
-                chunked = True
-            elif low == b"connection":
-                keep = value.lower() != b"close" if keep else value.lower() == b"keep-alive"
+            raise
         if request.method == "HEAD" or status_code in (204, 304):
             length, chunked = 0, False
         body = _Body(self, key, conn, length, chunked, keep, read_s)
