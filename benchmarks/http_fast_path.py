@@ -4,7 +4,7 @@
 
 REV (default: the merge base with ``main``) is exported with ``git archive`` and each tree's
 ``tuiapp`` is put first on the path of its own subprocesses. Two figures per tree, rounds
-alternating base and head so drift hits both alike, medians printed with head/base:
+alternating base and head (ABBA) so drift hits both alike, medians printed with head/base:
 
 * one client core: bench_cost.py's --core-only measurement (our benchmark loop pinned to one
   CPU, /generate, concurrency 64, 256 x 256 tokens, 1 token per chunk, against
@@ -84,8 +84,9 @@ def main() -> None:
     tok: dict[str, list[float]] = {"base": [], "head": []}
     poll: dict[str, list[float]] = {"base": [], "head": []}
     try:
-        for _ in range(args.rounds):
-            for name, tree in trees.items():
+        for i in range(args.rounds):
+            order = list(trees.items())
+            for name, tree in (order if i % 2 == 0 else order[::-1]):  # ABBA: no tree always goes first
                 r = run_in(tree, INNER, srv.url, "generate", "64", "256", "256", cpu=client_cpu)
                 if r["errors"]:
                     raise SystemExit(f"{name}: {r['errors']} request errors")
@@ -98,7 +99,7 @@ def main() -> None:
         srv.stop()
     t_base, t_head = statistics.median(tok["base"]), statistics.median(tok["head"])
     p_base, p_head = statistics.median(poll["base"]), statistics.median(poll["head"])
-    print(f"\nbase {base[:10]} vs head, medians of {args.rounds} alternating rounds:")
+    print(f"\nbase {base[:10]} vs head, medians of {args.rounds} ABBA rounds:")
     print(f"  one client core: {t_base:,.0f} -> {t_head:,.0f} tokens per CPU-second (head/base {t_head / t_base:.3f})")
     print(f"  poll:            {p_base:.0f} -> {p_head:.0f} us CPU per poll (head/base {p_head / p_base:.3f})")
 
