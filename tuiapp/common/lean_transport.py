@@ -48,7 +48,6 @@ _MAX_HEAD_BYTES = 64 * 1024
 STREAM_WAKE_S = 1.0
 _LAST_CHUNK = b"0\r\n\r\n"
 # RFC 9112's chunk-size [chunk-ext] with h11's bounds (20 hex digits, trailing blanks)
-_HEX_DIGITS = b"0123456789abcdefABCDEF"
 _CHUNK_HEAD = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\r\n]*)?[ \t]*")
 _TRAILER = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*")  # a chunked body's end (trailers aside): wake at once
 _READ_BYTES = 64 * 1024
@@ -401,8 +400,14 @@ class _Body(httpx.AsyncByteStream):
                     line_pending = True
                     break
                 line = bytes(buf[pos:eol])
-                if 0 < len(line) <= 20 and not line.translate(None, _HEX_DIGITS):
-                    size = int(line, 16)  # the common case, at the cost of the old int() alone
+                # The common case, plain hex, for int() alone: letters and digits only leave int()
+                # nothing to accept but hex digits (no sign, blank, "_") once "0x" is ruled out.
+                if line.isalnum() and len(line) <= 20 and line[1:2] not in (b"x", b"X"):
+                    try:
+                        size = int(line, 16)
+                    except ValueError:
+                        bad = f"bad chunk size line {line[:40]!r}"
+                        break
                 else:
                     head = _CHUNK_HEAD.fullmatch(line)
                     if head is None:
