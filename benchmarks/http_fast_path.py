@@ -9,6 +9,8 @@ alternating base and head (ABBA) so drift hits both alike, medians printed with 
 * one client core: bench_cost.py's --core-only measurement (our benchmark loop pinned to one
   CPU, /generate, concurrency 64, 256 x 256 tokens, 1 token per chunk, against
   tuiapp.sim.testserver on the other CPU): tokens per CPU-second;
+* the chunked parser alone: 20,000 one-event SSE chunks through the transport's decoder in
+  64 KiB reads, nanoseconds per chunk (best of 30 in each round: the box's load inflates the rest);
 * a poll: the session's poll client (``async_client``: the lean transport and its prebuilt
   request) GETting the test server's /metrics 3,000 times: CPU microseconds per poll.
 """
@@ -50,6 +52,29 @@ print(json.dumps({"cpu_s": asyncio.run(main()), "polls": n}))
 """
 
 
+PARSE = """
+import asyncio, json, time
+from tuiapp.common.lean_transport import _Body
+# one SSE event per chunk, as a server streaming one token per chunk writes them
+event = b'data: {"id":"x","choices":[{"index":0,"delta":{"content":" tok"}}]}\\n\\n'
+wire = (b"%x\\r\\n" % len(event) + event + b"\\r\\n") * 20000 + b"0\\r\\n\\r\\n"
+class Fed:
+    def __init__(self):
+        self.buf, self.closed, self.left = bytearray(), False, [wire[i:i + 65536] for i in range(0, len(wire), 65536)]
+    async def more(self):
+        self.buf += self.left.pop(0)
+    def set_defer(self, *a, **k):
+        pass
+async def once():
+    conn = Fed()
+    t0 = time.perf_counter_ns()
+    async for _ in _Body(None, ("h", 80), conn, None, True, False)._dechunk(conn):
+        pass
+    return (time.perf_counter_ns() - t0) / 20000
+print(json.dumps({"ns_per_chunk": min(asyncio.run(once()) for _ in range(30))}))
+"""
+
+
 def export(rev: str, into: Path) -> Path:
     data = subprocess.run(["git", "-C", str(ROOT), "archive", rev, "tuiapp"], check=True, capture_output=True).stdout
     tar = into / "tree.tar"
@@ -83,6 +108,7 @@ def main() -> None:
     trees = {"base": export(base, Path(tempfile.mkdtemp(prefix="http_fast_path_"))), "head": ROOT}
     tok: dict[str, list[float]] = {"base": [], "head": []}
     poll: dict[str, list[float]] = {"base": [], "head": []}
+    parse: dict[str, list[float]] = {"base": [], "head": []}
     try:
         for i in range(args.rounds):
             order = list(trees.items())
@@ -93,8 +119,9 @@ def main() -> None:
                 tok[name].append(r["tokens"] / r["cpu_s"])
                 r = run_in(tree, POLL, srv.url, "3000", cpu=client_cpu)
                 poll[name].append(r["cpu_s"] / r["polls"] * 1e6)
-                print(f"{name}: {tok[name][-1]:,.0f} tokens per CPU-second, {poll[name][-1]:.0f} us CPU per poll",
-                      flush=True)
+                parse[name].append(run_in(tree, PARSE, cpu=client_cpu)["ns_per_chunk"])
+                print(f"{name}: {tok[name][-1]:,.0f} tokens per CPU-second, {poll[name][-1]:.0f} us CPU per poll, "
+                      f"{parse[name][-1]:.0f} ns per chunk parsed", flush=True)
     finally:
         srv.stop()
     t_base, t_head = statistics.median(tok["base"]), statistics.median(tok["head"])
@@ -102,6 +129,10 @@ def main() -> None:
     print(f"\nbase {base[:10]} vs head, medians of {args.rounds} ABBA rounds:")
     print(f"  one client core: {t_base:,.0f} -> {t_head:,.0f} tokens per CPU-second (head/base {t_head / t_base:.3f})")
     print(f"  poll:            {p_base:.0f} -> {p_head:.0f} us CPU per poll (head/base {p_head / p_base:.3f})")
+    c_base, c_head = min(parse["base"]), min(parse["head"])
+    print(f"  chunk parse:     {c_base:.0f} -> {c_head:.0f} ns per chunk, best of all rounds (head/base {c_head / c_base:.3f})")
+    pairs = [h / b for b, h in zip(tok["base"], tok["head"], strict=True)]
+    print(f"  one client core, geometric mean of the rounds' head/base: {statistics.geometric_mean(pairs):.3f}")
 
 
 if __name__ == "__main__":
