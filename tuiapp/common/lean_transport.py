@@ -402,7 +402,7 @@ class _Body(httpx.AsyncByteStream):
                 line = bytes(buf[pos:eol])
                 # The common case, plain hex, for int() alone: letters and digits only leave int()
                 # nothing to accept but hex digits (no sign, blank, "_") once "0x" is ruled out.
-                if line.isalnum() and len(line) <= 20 and line[1:2] not in (b"x", b"X"):
+                if line.isalnum() and len(line) <= 20 and (line[0] != 48 or line[1:2] not in (b"x", b"X")):
                     try:
                         size = int(line, 16)
                     except ValueError:
