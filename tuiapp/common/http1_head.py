@@ -35,10 +35,13 @@ def parse_head(raw: bytes) -> Head:
         low = name.lower()
         if low == b"content-length":
             # RFC 9112 6.3: digits only; repeated values must agree (int() takes "+5", "-1", " 5")
-            values = {v.strip() for v in value.split(b",")}
-            if len(values) != 1 or not value or not all(v.isdigit() for v in values):
-                raise httpx.RemoteProtocolError(f"bad Content-Length {value[:40]!r}")
-            new = int(values.pop())
+            if value.isdigit():
+                new = int(value)
+            else:
+                values = {v.strip() for v in value.split(b",")}
+                if len(values) != 1 or not all(v.isdigit() for v in values):
+                    raise httpx.RemoteProtocolError(f"bad Content-Length {value[:40]!r}")
+                new = int(values.pop())
             if length is not None and new != length:
                 raise httpx.RemoteProtocolError("conflicting Content-Length headers")
             length = new
