@@ -116,6 +116,7 @@ def test_client_pool_fits_the_concurrency():
     client = make_client(Timeouts(), api_key=None, concurrency=300)
     transport = client._transport
     assert transport._max_idle >= 300
-    assert transport._fallback is None  # no SSL context until an https URL needs one
-    assert transport.https_transport()._pool._max_connections >= 300
-    assert transport._fallback._pool._max_keepalive_connections >= 300
+    assert transport.routed._by_proxy == {}  # no SSL context until an https URL needs one
+    https = transport.routed._transport(None)
+    assert https._pool._max_connections >= 300
+    assert https._pool._max_keepalive_connections >= 300

@@ -13,16 +13,15 @@ from tuiapp.sim.process import SimProcess
 
 
 def test_plain_http_builds_no_verifying_context(monkeypatch):
+    from tuiapp.common import net_config
+
     built = []
-    monkeypatch.setattr(clients.httpx, "create_ssl_context", lambda *a, **k: built.append(1))
-    clients.tls_context.cache_clear()
-    try:
-        assert verify_for("http://127.0.0.1:30000") is False
-        clients.async_client("http://127.0.0.1:30000")
-        clients.sync_client("http://h:1").close()
-        assert built == []
-    finally:
-        clients.tls_context.cache_clear()
+    monkeypatch.setattr(net_config, "ssl_context", lambda *a: built.append(a))
+    assert verify_for("http://127.0.0.1:30000") is False
+    clients.async_client("http://127.0.0.1:30000")
+    with clients.sync_client("http://127.0.0.1:1", timeout=0.5) as client, pytest.raises(httpx.ConnectError):
+        client.get("http://127.0.0.1:1/")
+    assert built == []
 
 
 def test_https_shares_one_context():

@@ -15,6 +15,7 @@ _LOCAL_HOSTS = {"127.0.0.1", "localhost", "::1", "0.0.0.0"}
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tuiapp.commands.bench_args import add_bench_arguments
+    from tuiapp.commands.net_args import add_net_arguments
 
     parser.add_argument("url", help="server base URL, e.g. http://127.0.0.1:30000")
     parser.add_argument("--api-key", metavar="KEY", help="sent as 'Authorization: Bearer KEY' (never printed or recorded)")
@@ -47,6 +48,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     screenshots.add_argument(parser)
     metrics_args.add_arguments(parser)
     add_bench_arguments(parser)
+    add_net_arguments(parser)
 
 
 def _settings(args: argparse.Namespace) -> Any:
@@ -229,6 +231,7 @@ def run(args: argparse.Namespace) -> int:
     from tuiapp.bench.loop import BenchLoop
     from tuiapp.bench.workload import WorkloadError
     from tuiapp.commands.frontend import run as run_session
+    from tuiapp.commands.net_args import apply_net_arguments
     from tuiapp.common.errors import UsageError
     from tuiapp.common.http_clients import ServerClient
     from tuiapp.events import ServerState
@@ -237,6 +240,7 @@ def run(args: argparse.Namespace) -> int:
     from tuiapp.session import Session
 
     url = _check_url(args.url)
+    apply_net_arguments(args)
     if args.metrics_interval <= 0:
         raise UsageError("--metrics-interval must be positive")
     if args.summary and not Path(args.summary).parent.is_dir():

@@ -30,6 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--sim", metavar="URL", help="read the simulator's GPUs from URL/sim/gpus")
     parser.add_argument("--interval", type=float, default=1.0, metavar="S",
                         help="seconds between the two samples (default 1.0)")
+    from tuiapp.commands.net_args import add_net_arguments
+
+    add_net_arguments(parser)  # --gpu-source and --sim may be https or behind a proxy
 
 
 def format_table(gpus: list) -> str:
@@ -70,6 +73,9 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--interval must be between 0.05 and 60 seconds")
     if args.sim and args.gpu_source:
         raise UsageError("--sim and --gpu-source cannot be combined")
+    from tuiapp.commands.net_args import apply_net_arguments
+
+    apply_net_arguments(args)
     if args.sim:
         backend, note = open_backend("sim", sim_url=args.sim)
     else:

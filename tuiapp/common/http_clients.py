@@ -6,26 +6,28 @@ from several places (health poll, server info, metrics poller, GPU telemetry, ca
 once per trial, so it shares one :class:`ServerClient` per server for the life of that
 server's session: one ``AsyncClient`` on the event loop, which telemetry threads use
 through a bridge, built lazily; plain http goes through the benchmark's lean transport
-without any SSL context, https through httpx's with one context built once per process.
+without any SSL context, https and proxied requests through httpx's with one context built
+once per process (trust and proxies: common/net_config.py).
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import functools
 import ssl
 
 import httpx
+
+from tuiapp.common import net_config
 
 # The polls' default; a caller may pass its own per request (httpx allows timeout= on get).
 DEFAULT_TIMEOUT = httpx.Timeout(2.0, connect=1.0)
 
 
-@functools.cache
 def tls_context() -> ssl.SSLContext:
-    """The verifying SSL context, built on first https use and shared by every client."""
-    return httpx.create_ssl_context()
+    """The process's SSL context (--ca-cert, --insecure, else the system store), built on
+    first https use and shared by every client."""
+    return net_config.current_ssl_context()
 
 
 def verify_for(url: str) -> ssl.SSLContext | bool:
@@ -46,7 +48,7 @@ def async_client(url: str, *, api_key: str | None = None,
     from tuiapp.common.lean_transport import LeanTransport
 
     connect_s = timeout.connect if isinstance(timeout, httpx.Timeout) else timeout
-    # trust_env=False: an HTTP(S)_PROXY from the environment must not carry our polls.
+    # trust_env=False: the transport routes by the environment's proxies itself (common/net_config.py)
     return PollClient(headers=auth_headers(api_key), timeout=timeout, trust_env=False,
                       transport=LeanTransport(connect_timeout_s=connect_s or 5.0, max_idle=4, stream_wake_s=0.0))
 
@@ -62,11 +64,12 @@ class PollClient(httpx.AsyncClient):
 
     def __init__(self, **kwargs) -> None:
         super().__init__(**kwargs)
-        from tuiapp.common.lean_transport import LeanTransport
+        from tuiapp.common.lean_transport import LeanTransport, _within
 
+        self._within = _within
         transport = kwargs.get("transport")
         self._lean = transport if isinstance(transport, LeanTransport) else None
-        self._requests: dict[tuple[str, object], httpx.Request] = {}
+        self._requests: dict[tuple[str, object], httpx.Request | None] = {}  # None: not lean
 
     async def get(self, url, *, timeout=httpx.USE_CLIENT_DEFAULT, **kwargs) -> httpx.Response:
         hooks = self.event_hooks
@@ -75,11 +78,29 @@ class PollClient(httpx.AsyncClient):
             return await super().get(url, timeout=timeout, **kwargs)
         key = (url, tuple(timeout.as_dict().items()) if isinstance(timeout, httpx.Timeout)
                else timeout if isinstance(timeout, (int, float)) else None)
-        request = self._requests.get(key)
-        if request is None:
+        request = self._requests.get(key, False)
+        if request is False:
             if len(self._requests) >= self._MAX_REQUESTS:
                 self._requests.clear()
-            request = self._requests[key] = self.build_request("GET", url, timeout=timeout)
+            request = self.build_request("GET", url, timeout=timeout)
+            if self._lean.is_lean(request.url):
+                # the deadline below is the only one: the transport adds none of its own
+                request.extensions["deadline_outside"] = True
+            else:  # a proxy carries it: httpx's own path, every time
+                request = None
+            self._requests[key] = request
+        if request is None:
+            return await super().get(url, timeout=timeout, **kwargs)
+        # One deadline over the whole response, head and body: a poll's answer comes within its
+        # read timeout or the poll fails (a body that trickles in must not hold it either).
+        read_s = (request.extensions.get("timeout") or {}).get("read")
+        try:
+            return await self._within(self._read_whole(request), read_s)
+        except asyncio.TimeoutError:
+            raise httpx.ReadTimeout(f"{request.url.host}:{request.url.port or 80}: "
+                                    f"no whole response within {read_s:g} s", request=request) from None
+
+    async def _read_whole(self, request: httpx.Request) -> httpx.Response:
         response = await self._lean.handle_async_request(request)
         response.request = request
         try:
@@ -91,8 +112,11 @@ class PollClient(httpx.AsyncClient):
 
 def sync_client(url: str, *, api_key: str | None = None,
                 timeout: httpx.Timeout | float = DEFAULT_TIMEOUT, **kwargs) -> httpx.Client:
+    from tuiapp.common.routed_transport import RoutedTransport
+
+    # `url` no longer picks the SSL context: the transport builds one only for https or a proxy
     return httpx.Client(headers=auth_headers(api_key), timeout=timeout, trust_env=False,
-                        verify=verify_for(url), **kwargs)
+                        transport=RoutedTransport(), **kwargs)
 
 
 class LoopBridge:

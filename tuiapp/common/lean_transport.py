@@ -29,6 +29,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import errno
+import re
 import socket
 import struct
 import sys
@@ -37,13 +38,18 @@ from collections.abc import AsyncIterator
 
 import httpx
 
+from tuiapp.common.http1_head import parse_head
+from tuiapp.common.net_errors import cause
 from tuiapp.common.ticks import next_tick_s
 
 _MAX_HEAD_BYTES = 64 * 1024
 # Nothing is shown of a stream before it ends (its times come from the stamps), and the
 # dashboard's frames are 1 s apart: 1 s reads halve a 3 s stream's wake-ups against 0.5 s.
 STREAM_WAKE_S = 1.0
-_LAST_CHUNK = b"0\r\n\r\n"  # a chunked body's end (trailers aside): wake at once
+_LAST_CHUNK = b"0\r\n\r\n"
+# RFC 9112's chunk-size [chunk-ext] with h11's bounds (20 hex digits, trailing blanks)
+_CHUNK_HEAD = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\r\n]*)?[ \t]*")
+_TRAILER = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*")  # a chunked body's end (trailers aside): wake at once
 _READ_BYTES = 64 * 1024
 _PIECE_BYTES = 16 * 1024
 # Linux's SO_TIMESTAMPNS (= its SCM_TIMESTAMPNS); Python's socket module does not name it.
@@ -102,6 +108,8 @@ class _Conn:
         self.stamps = _stamped(sock)
         self.buf = bytearray()
         self.closed = False
+        self.reads = 0  # reads that brought bytes: a stalled response is one whose count stands still
+        self.timed_out = ""  # why the response's deadline closed this connection
         self.arrived_s = 0.0  # perf_counter when the newest byte read so far came in
         self.defer_s = 0.0  # > 0 while a body streams: read at most this often
         self.on_grid = False  # spaced reads fall on the shared clock grid (common/ticks.py)
@@ -169,6 +177,7 @@ class _Conn:
                 self._lost()
                 return True
             self.buf += view[:n]
+            self.reads += 1
             self.arrived_s = self._arrival(anc)
             got = True
             if n < len(view):
@@ -237,7 +246,10 @@ class _Conn:
                 raise httpx.RemoteProtocolError(f"send failed: {exc}") from None
 
     async def more(self) -> None:
-        """Wait until more bytes arrive; raises RemoteProtocolError at EOF."""
+        """Wait until more bytes arrive; raises RemoteProtocolError at EOF, ReadTimeout when
+        the response's deadline passed."""
+        if self.timed_out:
+            raise httpx.ReadTimeout(self.timed_out)
         if self.closed:
             raise httpx.RemoteProtocolError("server closed the connection")
         self._waiter = self.loop.create_future()
@@ -245,6 +257,8 @@ class _Conn:
             await self._waiter
         finally:
             self._waiter = None
+        if self.timed_out:
+            raise httpx.ReadTimeout(self.timed_out)
         if self.closed and not self.buf:
             raise httpx.RemoteProtocolError("server closed the connection")
 
@@ -282,14 +296,47 @@ async def _open(host: str, port: int) -> _Conn:
 
 
 class _Body(httpx.AsyncByteStream):
-    def __init__(self, transport: LeanTransport, key: tuple[str, int], conn: _Conn, length: int | None, chunked: bool, keep: bool) -> None:
+    def __init__(self, transport: LeanTransport, key: tuple[str, int], conn: _Conn, length: int | None,
+                 chunked: bool, keep: bool, read_s: float | None = None) -> None:
         self._t, self._key, self._conn = transport, key, conn
         self._length, self._chunked, self._keep = length, chunked, keep
         self._complete = False
+        # httpx's read timeout, over the body too: a body that stalls after its head ends in
+        # ReadTimeout. One timer per read_s, not one per read: it looks whether any read came.
+        self._read_s = read_s
+        self._watch: asyncio.TimerHandle | None = None
+        self._seen = 0
+        if read_s:
+            self._watch_from_now()
         self._wake_s: float | None = None  # the consumer's choice (stream_wake); None: the transport's
         self._spaced = False  # the first piece has gone: reads may be spaced
         self.read_done = True  # the piece just yielded is the last of its read
         self._released = False  # the connection went back to the pool
+
+    def _watch_from_now(self) -> None:
+        self._seen = self._conn.reads
+        self._watch = self._conn.loop.call_later(self._read_s, self._check)
+
+    def _check(self) -> None:
+        self._watch = None
+        conn = self._conn
+        if self._complete or self._released or conn.closed:
+            return
+        if conn.reads == self._seen and conn._recv():  # spaced reads may not have looked yet
+            conn._after_read()
+        if conn.closed and not conn.timed_out:
+            return
+        if conn.reads != self._seen:
+            self._watch_from_now()
+            return
+        host, port = self._key
+        conn.timed_out = f"{host}:{port}: no response bytes for {self._read_s:g} s"
+        conn.close()
+
+    def _unwatch(self) -> None:
+        if self._watch is not None:
+            self._watch.cancel()
+            self._watch = None
 
     def wake(self, wake_s: float | None) -> None:
         """Read this stream at most every ``wake_s`` (0: at once; None: the transport's default)."""
@@ -337,6 +384,7 @@ class _Body(httpx.AsyncByteStream):
                     break
             self._keep = False
         self._complete = True
+        self._unwatch()
 
     async def _dechunk(self, conn: _Conn) -> AsyncIterator[bytes]:
         buf = conn.buf
@@ -344,11 +392,28 @@ class _Body(httpx.AsyncByteStream):
             out = []
             pos = 0
             done = False
+            line_pending = False  # waiting for the rest of a chunk size line
+            bad = ""  # the framing broke here: what came before it still goes out first
             while True:
                 eol = buf.find(b"\r\n", pos)
                 if eol < 0:
+                    line_pending = True
                     break
-                size = int(bytes(buf[pos:eol]).split(b";", 1)[0], 16)
+                line = bytes(buf[pos:eol])
+                # The common case, plain hex, for int() alone: letters and digits only leave int()
+                # nothing to accept but hex digits (no sign, blank, "_") once "0x" is ruled out.
+                if line.isalnum() and len(line) <= 20 and (line[0] != 48 or line[1:2] not in (b"x", b"X")):
+                    try:
+                        size = int(line, 16)
+                    except ValueError:
+                        bad = f"bad chunk size line {line[:40]!r}"
+                        break
+                else:
+                    head = _CHUNK_HEAD.fullmatch(line)
+                    if head is None:
+                        bad = f"bad chunk size line {line[:40]!r}"
+                        break
+                    size = int(head[1], 16)
                 start = eol + 2
                 if size == 0:
                     end = buf.find(b"\r\n", start)  # trailers end with an empty line
@@ -359,6 +424,12 @@ class _Body(httpx.AsyncByteStream):
                         if end < 0:
                             break
                         end += 2
+                        for line in bytes(buf[start : end - 2]).split(b"\r\n"):
+                            if not _TRAILER.fullmatch(line):
+                                bad = f"bad trailer line {line[:40]!r}"
+                                break
+                        if bad:
+                            break
                     pos = end + 2
                     done = True
                     # all of the body is off the socket: the connection may serve the next
@@ -366,6 +437,9 @@ class _Body(httpx.AsyncByteStream):
                     self._complete = True
                     break
                 if len(buf) < start + size + 2:
+                    break
+                if buf[start + size] != 13 or buf[start + size + 1] != 10:  # CRLF
+                    bad = f"chunk of {size} bytes not followed by CRLF"
                     break
                 out.append(bytes(buf[start : start + size]))
                 pos = start + size + 2
@@ -384,11 +458,16 @@ class _Body(httpx.AsyncByteStream):
                     yield group[0] if len(group) == 1 else b"".join(group)
                     group, group_bytes = [], 0
             self.read_done = True
+            if bad:
+                raise httpx.RemoteProtocolError(bad)
             if done:
                 return
+            if line_pending and len(buf) > _MAX_HEAD_BYTES:
+                raise httpx.RemoteProtocolError("chunk size line too long")
             await conn.more()
 
     async def aclose(self) -> None:
+        self._unwatch()
         conn = self._conn
         if not self._complete and self._chunked and not conn.closed:
             # The reader stopped at the body's last data (SSE's [DONE]) before its end was
@@ -411,24 +490,22 @@ class _Body(httpx.AsyncByteStream):
 class LeanTransport(httpx.AsyncBaseTransport):
     def __init__(self, *, connect_timeout_s: float = 5.0, max_idle: int = 256,
                  limits: httpx.Limits | None = None, stream_wake_s: float = STREAM_WAKE_S) -> None:
-        """``limits`` is for the https fallback (httpx ignores a client's own limits when
+        """``limits`` is for the httpx fallback (httpx ignores a client's own limits when
         it is given a transport): its default of 100 connections would queue requests of a
         larger concurrency inside their measured TTFT. ``stream_wake_s``: 0 wakes the
         reader on every read (for polls, where a body is not a stream)."""
+        from tuiapp.common.routed_transport import RoutedAsyncTransport
+
         self.stream_wake_s = stream_wake_s
         self._connect_timeout_s = connect_timeout_s
         self._max_idle = max_idle
         self._idle: dict[tuple[str, int], list[_Conn]] = {}
-        self._limits = limits
-        self._fallback: httpx.AsyncHTTPTransport | None = None  # built on first https use: its SSL context costs ~20 ms
+        # https and whatever a proxy carries: httpx's own transports (common/net_config.py)
+        self.routed = RoutedAsyncTransport(limits=limits)
 
-    def https_transport(self) -> httpx.AsyncHTTPTransport:
-        """httpx's own transport, for https (built on first use, with the shared SSL context)."""
-        if self._fallback is None:
-            from tuiapp.common.http_clients import tls_context
-
-            self._fallback = httpx.AsyncHTTPTransport(verify=tls_context(), limits=self._limits or httpx.Limits())
-        return self._fallback
+    def is_lean(self, url: httpx.URL) -> bool:
+        """Whether this transport serves ``url`` itself (plain http, no proxy)."""
+        return url.scheme == "http" and self.routed.proxy_for(url) is None
 
     def _release(self, key: tuple[str, int], conn: _Conn) -> None:
         pool = self._idle.setdefault(key, [])
@@ -441,14 +518,15 @@ class LeanTransport(httpx.AsyncBaseTransport):
         try:
             return await asyncio.wait_for(_open(host, port), self._connect_timeout_s)
         except asyncio.TimeoutError:
-            raise httpx.ConnectTimeout(f"connect to {host}:{port} timed out") from None
+            raise httpx.ConnectTimeout(
+                f"{host}:{port}: connect timed out after {self._connect_timeout_s:g} s") from None
         except OSError as exc:
-            raise httpx.ConnectError(str(exc) or type(exc).__name__) from None
+            raise httpx.ConnectError(f"{host}:{port}: {cause(exc)}") from exc
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         url = request.url
-        if url.scheme != "http":
-            return await self.https_transport().handle_async_request(request)
+        if not self.is_lean(url):
+            return await self.routed.handle_async_request(request)
         host, port = url.host, url.port or 80
         key = (host, port)
         body = await request.aread()
@@ -473,13 +551,15 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 continue
             # when the bytes leave: TTFT counts from here, not from before the client built them
             request.extensions["sent_s"] = time.perf_counter()
-            read_s = (request.extensions.get("timeout") or {}).get("read")
+            # a caller that bounds the whole response itself (PollClient) needs no timers here
+            read_s = (None if "deadline_outside" in request.extensions
+                      else (request.extensions.get("timeout") or {}).get("read"))
             try:
                 await conn.send(data)
-                return await _within(self._response(key, conn, request), read_s)
+                return await _within(self._response(key, conn, request, read_s), read_s)
             except asyncio.TimeoutError:
                 conn.close()
-                raise httpx.ReadTimeout("no response head in time") from None
+                raise httpx.ReadTimeout(f"{host}:{port}: no response head within {read_s:g} s") from None
             except httpx.RemoteProtocolError:
                 conn.close()
                 if not reused:
@@ -487,7 +567,8 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 # a keep-alive connection the server had closed: retry once on a fresh one
                 pool = None
 
-    async def _response(self, key: tuple[str, int], conn: _Conn, request: httpx.Request) -> httpx.Response:
+    async def _response(self, key: tuple[str, int], conn: _Conn, request: httpx.Request,
+                        read_s: float | None) -> httpx.Response:
         buf = conn.buf
         while True:
             end = buf.find(b"\r\n\r\n")
@@ -497,32 +578,16 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 conn.close()
                 raise httpx.RemoteProtocolError("response head too large")
             await conn.more()
-        lines = bytes(buf[:end]).split(b"\r\n")
+        raw = bytes(buf[:end])
         del buf[: end + 4]
         try:
-            version, status, *_ = lines[0].split(b" ", 2)
-            status_code = int(status)
-        except ValueError:
+            status_code, headers, length, chunked, keep = parse_head(raw)
+        except httpx.RemoteProtocolError:
             conn.close()
-            raise httpx.RemoteProtocolError(f"bad status line {lines[0][:80]!r}") from None
-        headers = []
-        length = None
-        chunked = False
-        keep = version == b"HTTP/1.1"
-        for line in lines[1:]:
-            name, _, value = line.partition(b":")
-            name, value = name.strip(), value.strip()
-            headers.append((name, value))
-            low = name.lower()
-            if low == b"content-length":
-                length = int(value)
-            elif low == b"transfer-encoding" and b"chunked" in value.lower():
-                chunked = True
-            elif low == b"connection":
-                keep = value.lower() != b"close" if keep else value.lower() == b"keep-alive"
+            raise
         if request.method == "HEAD" or status_code in (204, 304):
             length, chunked = 0, False
-        body = _Body(self, key, conn, length, chunked, keep)
+        body = _Body(self, key, conn, length, chunked, keep, read_s)
         return httpx.Response(
             status_code,
             headers=headers,
@@ -543,5 +608,4 @@ class LeanTransport(httpx.AsyncBaseTransport):
             for conn in pool:
                 conn.close()
         self._idle.clear()
-        if self._fallback is not None:
-            await self._fallback.aclose()
+        await self.routed.aclose()

@@ -14,12 +14,12 @@ Secret-looking server args (``api_key``, ``admin_api_key``, ...) are masked.
 from __future__ import annotations
 
 import contextlib
-import os
 from typing import Any
 
 import httpx
 
 from tuiapp.common.http_clients import async_client
+from tuiapp.common.net_errors import cause
 from tuiapp.common.redact import redact_tree
 from tuiapp.events import ServerInfo
 
@@ -77,16 +77,6 @@ async def _get_json(client: httpx.AsyncClient, base_url: str, paths: tuple[str, 
     return None
 
 
-def _cause(exc: BaseException) -> str:
-    """The innermost reason (``Connection refused``, ``Name or service not known``), one line."""
-    while exc.__cause__ is not None or exc.__context__ is not None:
-        exc = exc.__cause__ or exc.__context__  # type: ignore[assignment]
-    if isinstance(exc, OSError) and exc.errno:
-        return os.strerror(exc.errno)  # asyncio words ECONNREFUSED as "Connect call failed (...)"
-    text = getattr(exc, "strerror", None) or str(exc) or type(exc).__name__
-    return " ".join(str(text).split())
-
-
 def decode_side(data: dict[str, Any]) -> dict[str, Any]:
     """A PD-disaggregation router answers ``{"decode": [server, ...]}``: describe the
     decode side (as sglang's bench does); any other answer is the server itself."""
@@ -130,9 +120,9 @@ async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeou
                 first = data[0] if isinstance(data, list) and data else None
                 model = {"model_path": first.get("id") if isinstance(first, dict) else None}
         except httpx.ConnectError as exc:
-            raise ServerUnreachable(f"cannot connect to {base_url}: {_cause(exc)}") from None
+            raise ServerUnreachable(f"cannot connect to {base_url}: {cause(exc)}") from None
         except httpx.HTTPError as exc:
-            raise ServerUnreachable(f"{base_url}: {type(exc).__name__}: {_cause(exc)}") from None
+            raise ServerUnreachable(f"{base_url}: {type(exc).__name__}: {cause(exc)}") from None
     model = model or {}
     server = server or {}
     args = {k: v for k, v in server.items() if k not in ("internal_states", "version")}

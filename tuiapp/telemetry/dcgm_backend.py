@@ -17,6 +17,7 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from tuiapp.common.http_clients import sync_client
+from tuiapp.common.net_errors import cause
 from tuiapp.events import Alert, GpuSample, Note, _Event
 from tuiapp.telemetry.backend import Backend, call_in_threads
 
@@ -124,9 +125,8 @@ class DcgmBackend(Backend):
                  client: httpx.Client | None = None) -> None:
         self.urls = [metrics_url(u) for u in urls]
         self.timeout_s = timeout_s
-        # one client for every exporter; an SSL context only if one of them is https
-        tls = next((u for u in self.urls if u.lower().startswith("https:")), self.urls[0] if self.urls else "")
-        self._client = client or sync_client(tls, timeout=timeout_s)
+        # one client for every exporter; an SSL context only once one of them needs it
+        self._client = client or sync_client(self.urls[0] if self.urls else "", timeout=timeout_s)
         self._known: dict[str, list[GpuSample]] = {}  # last GPUs seen per URL
         self._up: dict[str, bool] = {}
         self._last_xid: dict[tuple[str | None, int], int] = {}
@@ -154,7 +154,7 @@ class DcgmBackend(Backend):
                 if up:
                     out.append(Note(source="dcgm", text=f"telemetry: {len(gpus)} GPU(s) from {url}"))
                 else:
-                    why = type(text).__name__ if isinstance(text, BaseException) else "timeout"
+                    why = cause(text) if isinstance(text, BaseException) else "timeout"
                     out.append(Note(level="warning", source="dcgm",
                                     text=f"dcgm source {url} unreachable ({why}); its GPUs show n/a"))
             if gpus is None:
