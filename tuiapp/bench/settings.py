@@ -83,6 +83,8 @@ class BenchSettings(BaseModel):
             data["sweep"], data["sweep_values"] = parse_sweep(data["sweep"])
         if "slo" in data:
             data.update(parse_slo(data.pop("slo")))
+        if isinstance(data.get("input_tokens"), str):
+            data.setdefault("workload", "synthetic")  # "512:64" says synthetic prompts of that length
         for key, mean_key, spread_key in (("input_tokens", "input_tokens", "input_spread"),
                                           ("output_tokens", "max_new_tokens", "output_spread")):
             if key in data and isinstance(data[key], str):
@@ -101,6 +103,9 @@ class BenchSettings(BaseModel):
                                    (self.max_new_tokens, self.output_spread, "output_tokens")):
             if spread >= mean:
                 raise ValueError(f"{name}: the spread must be below the mean ({mean}:{spread})")
+        if self.workload != "synthetic" and (self.shared_prefix_tokens or self.prefix_groups > 1 or self.input_spread):
+            raise ValueError("shared prefixes, prefix groups and an input spread need synthetic prompts"
+                             " (--input-tokens)")
         return self
 
     @property
