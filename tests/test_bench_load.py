@@ -256,3 +256,16 @@ def test_bad_load_options_are_one_line_usage_errors(args, words):
 def test_point_event_is_on_the_bus_union():
     ev = PointDone(point_index=0, concurrency=1, runs=1, requests=1, duration_s=1.0)
     assert load_event(dump_event(ev)).kind == "point"
+
+
+def test_report_draws_the_curves(server_url, tmp_path):
+    rec, out = tmp_path / "r.jsonl", tmp_path / "rep" / "report.md"
+    r = attach(server_url, "--sweep", "concurrency=1,4", "--runs", "1", "--max-new-tokens", "4", "--record", str(rec))
+    assert r.returncode == 0, r.stderr
+    r = subprocess.run([sys.executable, "-m", "tuiapp", "report", str(rec), "-o", str(out)],
+                       capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    md = out.read_text()
+    assert "## Load curves" in md and "| - | c=1 |" in md and "| - | c=4 |" in md
+    svg = (out.parent / "report.curve_ttft.svg").read_text()
+    assert svg.count("<polyline") == 2 and "run TTFT p99" in svg  # p50 and p99 of the one curve
