@@ -259,7 +259,7 @@ def test_point_event_is_on_the_bus_union():
 
 
 def test_report_draws_the_curves(server_url, tmp_path):
-    rec, out = tmp_path / "r.jsonl", tmp_path / "rep" / "report.md"
+    rec, out = tmp_path / "r.jsonl", tmp_path / "report.md"
     r = attach(server_url, "--sweep", "concurrency=1,4", "--runs", "1", "--max-new-tokens", "4", "--record", str(rec))
     assert r.returncode == 0, r.stderr
     r = subprocess.run([sys.executable, "-m", "tuiapp", "report", str(rec), "-o", str(out)],
