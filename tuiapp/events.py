@@ -187,6 +187,9 @@ class PointDone(_Event):
     request_rate: float | None = None  # open loop: the target
     max_concurrency: int | None = None
     achieved_request_rate: float | None = None  # open loop: requests sent / sending time
+    # open loop: the rate of the arrivals drawn (a Poisson draw of 32 is not exactly R);
+    # achieved / scheduled says whether the client kept up with its own schedule
+    scheduled_request_rate: float | None = None
     runs: int
     requests: int
     errors: int = 0

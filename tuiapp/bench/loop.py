@@ -295,6 +295,7 @@ class BenchLoop:
         k = p.run_size
         done: list[RequestResult] = []
         sends_s: list[float] = []
+        dues_s: list[float] = []  # open loop: when each arrival was due
         t_start = time.perf_counter()
 
         async def one(req_index: int) -> bool:
@@ -335,7 +336,7 @@ class BenchLoop:
 
             tasks = [asyncio.ensure_future(worker()) for _ in range(min(p.concurrency, k))]
         else:
-            tasks = await self._arrivals(p, k, run_index, generation, one)
+            tasks = await self._arrivals(p, k, run_index, generation, one, dues_s)
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -349,14 +350,14 @@ class BenchLoop:
         run = _run_event(run_index, done, wall_s, p.concurrency, self.trial)
         if p.request_rate is not None or self._point_index:
             run = run.model_copy(update={"request_rate": p.request_rate, "point_index": self._point_index})
-        tally.add_run(done, wall_s, run.output_tok_s, sends_s if p.request_rate is not None else None)
+        tally.add_run(done, wall_s, run.output_tok_s, sends_s if p.request_rate is not None else None, dues_s)
         self.results.append(RunFigures(run))
         self.publish(run)
         self._publish_summary()
         return run
 
     async def _arrivals(self, p: BenchSettings, k: int, run_index: int, generation: int,
-                        one: Callable[[int], Any]) -> list[asyncio.Future]:
+                        one: Callable[[int], Any], dues_s: list[float]) -> list[asyncio.Future]:
         """Open loop: start request i at the i-th arrival of a gamma process (shape
         ``burstiness``, mean gap 1/rate; shape 1 is Poisson), whatever is in flight;
         ``max_concurrency`` makes arrivals beyond the cap wait for a free slot."""
@@ -383,6 +384,7 @@ class BenchLoop:
             wait_s = due_s - time.perf_counter()
             if wait_s > 0:
                 await asyncio.sleep(wait_s)
+            dues_s.append(due_s)
             tasks.append(asyncio.ensure_future(capped(i)))
             due_s += rng.gammavariate(shape, scale_s)
         return tasks

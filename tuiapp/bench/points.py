@@ -48,15 +48,24 @@ class PointTally:
     run_walls_s: list[float] = field(default_factory=list)
     run_output_tok_s: list[float] = field(default_factory=list)
     send_spans: list[tuple[int, float]] = field(default_factory=list)  # (requests sent, first-to-last send s)
+    due_spans: list[tuple[int, float]] = field(default_factory=list)  # the same of the drawn schedule
 
     def add_run(self, done: list[RequestResult], wall_s: float, output_tok_s: float | None,
-                sends_s: list[float] | None = None) -> None:
+                sends_s: list[float] | None = None, dues_s: list[float] | None = None) -> None:
         self.requests.extend(done)
         self.run_walls_s.append(wall_s)
         if output_tok_s is not None:
             self.run_output_tok_s.append(output_tok_s)
         if sends_s and len(sends_s) > 1:
             self.send_spans.append((len(sends_s), max(sends_s) - min(sends_s)))
+        if dues_s and len(dues_s) > 1:
+            self.due_spans.append((len(dues_s), dues_s[-1] - dues_s[0]))
+
+
+def _rate(spans: list[tuple[int, float]]) -> float | None:
+    """Pooled over runs: (n - 1) gaps per run over the runs' spans."""
+    span_s = sum(t for _, t in spans)
+    return sum(n - 1 for n, _ in spans) / span_s if spans and span_s > 0 else None
 
 
 def _ms3(xs: list[float], prefix: str) -> dict[str, float | None]:
@@ -69,12 +78,9 @@ def point_event(index: int, s: BenchSettings, tally: PointTally, trial: str | No
     good = [r for r in counted if r.ok]
     wall_s = sum(tally.run_walls_s)
     tokens = sum(r.completion_tokens or 0 for r in good)
-    achieved = None
-    if s.request_rate is not None and tally.send_spans:
-        # per run: (n - 1) gaps over the span; pooled over the point's runs
-        gaps = sum(n - 1 for n, _ in tally.send_spans)
-        span_s = sum(t for _, t in tally.send_spans)
-        achieved = gaps / span_s if span_s > 0 else None
+    open_loop = s.request_rate is not None
+    achieved = _rate(tally.send_spans) if open_loop else None
+    scheduled = _rate(tally.due_spans) if open_loop else None
     figures: dict = {}
     figures |= _ms3([r.ttft_s for r in good if r.ttft_s is not None], "ttft")
     figures |= _ms3([t for r in good if (t := r.itl_s) is not None], "tpot")
@@ -91,6 +97,7 @@ def point_event(index: int, s: BenchSettings, tally: PointTally, trial: str | No
         request_rate=s.request_rate,
         max_concurrency=s.max_concurrency if s.request_rate is not None else None,
         achieved_request_rate=achieved,
+        scheduled_request_rate=scheduled,
         runs=len(tally.run_walls_s),
         requests=len(counted),
         errors=len(counted) - len(good),
@@ -116,6 +123,7 @@ def point_summary(ev: PointDone) -> dict:
     if ev.request_rate is None:
         out.pop("request_rate")
         out.pop("achieved_request_rate")
+        out.pop("scheduled_request_rate")
         out.pop("max_concurrency")
     else:
         out.pop("concurrency")
