@@ -81,7 +81,8 @@ def _settings(args: argparse.Namespace) -> Any:
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise UsageError(f"{where}: {err['msg']}") from None
+        msg = err["msg"].removeprefix("Value error, ")  # a model-level check: its message says where
+        raise UsageError(f"{where}: {msg}" if where else msg) from None
 
 
 def for_server(settings: Any, info: Any, args: argparse.Namespace) -> Any:

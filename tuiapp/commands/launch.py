@@ -100,7 +100,8 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
     except ValueError as exc:  # pydantic's ValidationError is one
         if isinstance(exc, ValidationError):
             err = exc.errors()[0]
-            raise UsageError(f"{'.'.join(str(p) for p in err['loc']) or 'bench'}: {err['msg']}") from None
+            where, msg = ".".join(str(p) for p in err["loc"]), err["msg"].removeprefix("Value error, ")
+            raise UsageError(f"{where}: {msg}" if where else msg) from None
         raise UsageError(str(exc)) from None
     return TrialConfig(name=args.name, command=tuple(command), flags=flags, env={}, bench=bench,
                        timeouts=TimeoutSpec(ready_s=args.ready_timeout, run_s=None), is_baseline=True)
