@@ -36,7 +36,7 @@ def test_headless_runs_summary_and_no_secret(server_url, tmp_path):
     run_lines = [ln for ln in r.stdout.splitlines() if re.search(r"\brun\s+#\d", ln)]
     assert len(run_lines) == 3
     data = json.loads(summary.read_text())
-    assert set(data) == {"runs", "mean_decode_tok_s", "sd_decode_tok_s", "ci95_decode_tok_s"}
+    assert set(data) == {"runs", "mean_decode_tok_s", "sd_decode_tok_s", "ci95_decode_tok_s", "points"}
     assert len(data["runs"]) == 3
     for run in data["runs"]:
         assert set(run) == {"decode_tok_s", "output_tok_s", "ttft_s", "itl_s", "accept_length",
@@ -84,7 +84,7 @@ def test_headless_attach_never_imports_textual(server_url):
     (["http:///models"], "no host"),
     (["http://127.0.0.1:1", "--metrics-interval", "0"], "--metrics-interval"),
     (["http://127.0.0.1:1", "--summary", "/no/such/dir/s.json"], "--summary"),
-    (["http://127.0.0.1:1", "--input-tokens", "0"], "input_tokens"),
+    (["http://127.0.0.1:1", "--input-tokens", "0"], "--input-tokens"),
 ])
 def test_bad_input_is_one_line_usage_error(args, words):
     r = attach(*args, "--headless", "--runs", "1")

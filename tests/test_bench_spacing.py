@@ -29,8 +29,9 @@ def test_at_once_then_spaced_then_aimed_then_every_byte() -> None:
     sp, asked = _spacing(N)
     assert asked == [0.0]  # before the first token: every byte at once
     _piece(sp, 1)
-    assert asked == [0.0, None]  # the first token is in: the transport's spacing
-    for tokens in range(2, N // 2, 25):
+    _piece(sp, 2)
+    assert asked == [0.0]  # at once until a piece after the second token gives the pace
+    for tokens in range(3, N // 2, 25):
         _piece(sp, tokens)
     assert asked == [0.0, None]  # nothing asked while the end is far
     due_at = N - int(STREAM_WAKE_S / ITL_S) + 2  # less than one spacing before the end
@@ -42,6 +43,21 @@ def test_at_once_then_spaced_then_aimed_then_every_byte() -> None:
     assert asked[-1] == 0.0
     _piece(sp, N)
     assert asked[-1] == 0.0 and len(asked) == 4
+
+
+def test_a_slow_first_gap_does_not_push_the_aim_past_the_end() -> None:
+    """In a batch the gap after the first token holds other requests' prefills: a pace read
+    from it would put a short stream's end a spacing away, unseen until the next tick."""
+    sp, asked = _spacing(40)
+    sp.first_tokens, sp.first_s, sp.tokens = 1, 0.0, 1
+    sp.piece(0.0)
+    sp.tokens = 2
+    sp.piece(0.3)  # 300 ms behind others' prefills, then 10 ms a token
+    sp.tokens = 3
+    sp.piece(0.31)
+    aimed = asked[-1]
+    assert aimed is not None and 0 < aimed < STREAM_WAKE_S
+    assert abs(aimed - (40 - 3 - 1.5) * 0.01) < 1e-9
 
 
 def test_without_an_expected_length_it_stays_spaced() -> None:

@@ -175,6 +175,50 @@ class RunDone(_Event):
     accept_length: float | None = None
     accept_rate: float | None = None
     trial: str | None = None
+    request_rate: float | None = None  # open loop: the target arrival rate (req/s)
+    point_index: int = 0  # which load point of a sweep
+
+
+class PointDone(_Event):
+    """One load point of a sweep (or the one point) finished: its ``runs`` runs pooled.
+
+    Latencies are percentiles over the point's successful requests; TPOT is a request's
+    (e2e - TTFT) / (tokens - 1), ITL its mean gap between streamed chunks. Goodput counts
+    requests that met every goal of the SLO (docs/load-curves.md)."""
+
+    kind: Literal["point"] = "point"
+    point_index: int
+    concurrency: int | None = None  # closed loop
+    request_rate: float | None = None  # open loop: the target
+    max_concurrency: int | None = None
+    achieved_request_rate: float | None = None  # open loop: requests sent / sending time
+    # open loop: the rate of the arrivals drawn (a Poisson draw of 32 is not exactly R);
+    # achieved / scheduled says whether the client kept up with its own schedule
+    scheduled_request_rate: float | None = None
+    runs: int
+    requests: int
+    errors: int = 0
+    duration_s: float
+    output_tok_s: float | None = None  # completion tokens / wall time, all runs pooled
+    output_tok_s_runs: list[float] = Field(default_factory=list)  # per run: what Welch compares
+    request_throughput_req_s: float | None = None
+    decode_tok_s: float | None = None  # mean per-request decode rate
+    ttft_p50_ms: float | None = None
+    ttft_p90_ms: float | None = None
+    ttft_p99_ms: float | None = None
+    tpot_p50_ms: float | None = None
+    tpot_p90_ms: float | None = None
+    tpot_p99_ms: float | None = None
+    itl_p50_ms: float | None = None
+    itl_p90_ms: float | None = None
+    itl_p99_ms: float | None = None
+    e2e_p50_ms: float | None = None
+    e2e_p90_ms: float | None = None
+    e2e_p99_ms: float | None = None
+    goodput_req_s: float | None = None  # with an SLO: requests/s that met every goal
+    goodput_share: float | None = None  # met / requests (failed requests count as missed)
+    trial: str | None = None
+    search: bool = False  # a probe of --find-max-load
 
 
 class RunFigures:
@@ -183,7 +227,7 @@ class RunFigures:
     each was held twice, for the summary and the statistics). Same attribute names."""
 
     __slots__ = ("run_index", "t_s", "trial", "requests", "errors", "first_error", "decode_tok_s",
-                 "output_tok_s", "ttft_s", "itl_s", "accept_length")
+                 "output_tok_s", "ttft_s", "itl_s", "accept_length", "point_index")
 
     def __init__(self, run: RunDone) -> None:
         for name in self.__slots__:
@@ -284,7 +328,7 @@ class ReplaySeek(_Event):
 
 Event = Annotated[
     ServerState | ServerInfo | LogLine | ServerStats | Alert | BenchState | RequestDone
-    | RunDone | BenchSummary | GpuSample | HostSample | TrialState | TrialResult | Note
+    | RunDone | PointDone | BenchSummary | GpuSample | HostSample | TrialState | TrialResult | Note
     | ReplaySeek,
     Field(discriminator="kind"),
 ]

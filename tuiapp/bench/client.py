@@ -164,13 +164,20 @@ class _Spacing:
     seen when it comes and the next request is not held back. Arrival stamps keep every time
     exact whatever the spacing: only the number of wake-ups changes."""
 
-    __slots__ = ("_wake", "_expect", "_mode", "_aimed_at", "tokens", "first_tokens", "first_s")
+    __slots__ = ("_wake", "_expect", "_mode", "_aimed_at", "_pace_tokens", "_pace_s", "tokens", "first_tokens",
+                 "first_s")
 
     def __init__(self, resp: httpx.Response, expect_tokens: int | None) -> None:
         self._wake = resp.extensions.get("stream_wake")
         self._expect = expect_tokens
         self._mode: float | None = -1.0
         self._aimed_at: float | None = None  # the stamp of the piece the aimed read was set from
+        # the pace is measured from the second piece on: the gap after the first token is
+        # inflated whenever other requests' prefills share the step (any batch), and a pace
+        # read from it aims the end too late - the end unseen for up to a spacing holds back
+        # the next request (closed loop at 4 streams of 32 tokens lost ~20% of its rate)
+        self._pace_tokens = 0
+        self._pace_s = 0.0
         # the reader keeps these up to date, line by line
         self.tokens = 0
         self.first_tokens = 0
@@ -185,15 +192,18 @@ class _Spacing:
         tokens = self.tokens
         mode: float | None = None  # the transport's spacing
         left = self._expect - tokens if self._expect else None
-        if tokens == 0:
+        if left is not None and tokens > self.first_tokens and not self._pace_tokens:
+            self._pace_tokens, self._pace_s = tokens, now_s
+        if tokens == 0 or (left is not None and left > 0 and (not self._pace_tokens or tokens <= self._pace_tokens)):
+            # before the first token, and until a piece after the second gives the pace
             mode = 0.0
         elif self._aimed_at is not None:
             # the aimed read has come and the stream goes on: every byte at once
             mode = 0.0
         elif left is not None and left <= 0:
             mode = 0.0
-        elif left is not None and tokens > self.first_tokens:
-            per_token_s = (now_s - self.first_s) / (tokens - self.first_tokens)
+        elif left is not None and tokens > self._pace_tokens:
+            per_token_s = (now_s - self._pace_s) / (tokens - self._pace_tokens)
             due_s = left * per_token_s
             if due_s < STREAM_WAKE_S:
                 # a token and a half early: then the last ones are read as they come

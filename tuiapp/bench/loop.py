@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import random
 import re
 import time
 from collections.abc import Callable
@@ -34,14 +35,32 @@ from tuiapp.bench.client import (
     make_client,
     stream_request,
 )
+from tuiapp.bench.points import (
+    GOOD_SHARE,
+    PointTally,
+    max_load,
+    next_probe,
+    point_event,
+    point_summary,
+)
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.bench.workload import Prompt, build
 from tuiapp.common import stats
-from tuiapp.events import Alert, BenchState, BenchSummary, Note, RequestDone, RunDone, RunFigures
+from tuiapp.events import (
+    Alert,
+    BenchState,
+    BenchSummary,
+    Note,
+    PointDone,
+    RequestDone,
+    RunDone,
+    RunFigures,
+)
 
 Publish = Callable[[Any], None]
 
 _BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
+DEFAULT_POINT_RUNS = 3  # a sweep's or search's runs per point when --runs is not given
 NAN_ALERT_ID = 4_000_001  # fixed: the bench's one numerical-fault alert
 
 
@@ -62,7 +81,7 @@ class BenchLoop:
         self.results: list[RunFigures] = []
         self.state = "stopped"
         self._api_key = api_key
-        self._prompts: list[Prompt] = build(settings.workload, input_tokens=settings.input_tokens, seed=settings.seed)
+        self._prompts: list[Prompt] = build(settings.workload, seed=settings.seed, settings=settings)
         self._prompt_iter = itertools.cycle(self._prompts)
         self._running = asyncio.Event()
         self._running.set()
@@ -84,6 +103,11 @@ class BenchLoop:
         self._serial_lock = asyncio.Lock()
         self._noted: set[str] = set()  # one-time notes already given
         self.warmup_failed: str | None = None  # why every warm-up request failed
+        self.points: list[PointDone] = []
+        self.max_load: dict[str, Any] | None = None  # --find-max-load's answer
+        self._point = settings
+        self._point_index = 0
+        self._finished = False
 
     # ------------------------------------------------------------ controls
 
@@ -143,40 +167,106 @@ class BenchLoop:
             "mean_decode_tok_s": stats.mean(decode),
             "sd_decode_tok_s": stats.sd(decode),
             "ci95_decode_tok_s": list(ci) if ci else None,
+            "points": [point_summary(p) for p in self.points],
+            **self._load_summary(),
         }
+
+    def _load_summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        rates = [p.achieved_request_rate for p in self.points if p.achieved_request_rate is not None]
+        if self.settings.request_rate is not None and len(self.points) == 1 and rates:
+            out["request_rate"] = self.settings.request_rate
+            out["achieved_request_rate"] = rates[0]
+        if self.settings.has_slo:
+            out["slo"] = {k: v for k, v in (("ttft_ms", self.settings.slo_ttft_ms), ("tpot_ms", self.settings.slo_tpot_ms),
+                                             ("e2e_ms", self.settings.slo_e2e_ms)) if v is not None}
+        if self.max_load is not None:
+            out["max_load"] = self.max_load
+        return out
 
     # ------------------------------------------------------------ the loop
 
     async def run(self) -> None:
         s = self.settings
         self._url = self.base_url + PATHS[s.api]
-        async with make_client(s.timeouts, api_key=self._api_key, concurrency=s.concurrency) as client:
+        async with make_client(s.timeouts, api_key=self._api_key, concurrency=_pool_size(s)) as client:
             try:
                 await self._prepare(client)
-                while not self._stop.is_set():
-                    if self._restart:
-                        self._restart = False
-                        self.results = []
-                        self._run_index = 0
-                        self._set_state("warming_up", "restarted: flushing cache, new run numbering")
-                        await self._flush_cache(client)
-                    if s.runs is not None and len(self.results) >= s.runs:
-                        break
-                    await self._running.wait()
-                    if self._stop.is_set():
-                        break
-                    if self._restart:
-                        continue
-                    if self.state != "running":
-                        self._set_state("running")
-                    run = await self._one_run(client)
-                    await self._back_off_after_failed_run(run)
+                if s.find_max_load:
+                    await self._search(client)
+                else:
+                    points = s.points()
+                    for index, point in enumerate(points):
+                        if self._stop.is_set():
+                            break
+                        await self._run_point(client, index, point, len(points))
             except _StopNow:
                 pass
             except _WarmupFailed:
                 self._set_state("failed", f"every warm-up request failed: {self.warmup_failed}")
                 return
-        self._set_state("done" if s.runs is not None and len(self.results) >= s.runs else "stopped")
+        self._set_state("done" if self._finished else "stopped")
+
+    async def _run_point(self, client: httpx.AsyncClient, index: int, point: BenchSettings, total: int,
+                         *, search: bool = False) -> PointDone | None:
+        """``runs`` runs at one load; publishes the point's figures (None when stopped first)."""
+        self._point = point
+        self._point_index = index
+        tally = PointTally()
+        runs = point.runs if point.runs is not None else (DEFAULT_POINT_RUNS if total > 1 or search else None)
+        if total > 1 or search:
+            self._note("info", f"load point {index + 1}{'' if search else f' of {total}'}: {_load_text(point)}"
+                               f", {runs} run(s)")
+        self._finished = False
+        while not self._stop.is_set():
+            if self._restart:
+                self._restart = False
+                self.results = [r for r in self.results if r.point_index != index]
+                self._run_index = len(self.results)
+                tally = PointTally()
+                self._set_state("warming_up", "restarted: flushing cache, new run numbering")
+                await self._flush_cache(client)
+            if runs is not None and len(tally.run_walls_s) >= runs:
+                self._finished = True
+                break
+            await self._running.wait()
+            if self._stop.is_set():
+                break
+            if self._restart:
+                continue
+            if self.state != "running":
+                self._set_state("running")
+            run = await self._one_run(client, tally)
+            await self._back_off_after_failed_run(run)
+        if not tally.run_walls_s:
+            return None
+        ev = point_event(index, point, tally, self.trial, search=search)
+        self.points.append(ev)
+        self.publish(ev)
+        return ev
+
+    async def _search(self, client: httpx.AsyncClient) -> None:
+        """--find-max-load: bisection over the rate (open loop) or the concurrency."""
+        s = self.settings
+        by_rate = s.request_rate is not None or s.sweep == "request_rate"
+        start = s.request_rate or (s.sweep_values[0] if s.sweep_values else float(s.concurrency))
+        history: list[tuple[float, bool]] = []
+        while not self._stop.is_set():
+            load = next_probe(history, start, whole=not by_rate, max_points=s.max_search_points)
+            if load is None:
+                break
+            point = s.model_copy(update={"request_rate": load} if by_rate else
+                                 {"concurrency": int(load), "request_rate": None})
+            ev = await self._run_point(client, len(history), point, 0, search=True)
+            if ev is None or not self._finished:
+                return
+            history.append((load, (ev.goodput_share or 0.0) >= GOOD_SHARE))
+        self.max_load = {"request_rate" if by_rate else "concurrency": max_load(history),
+                         "probes": len(history), "good_share": GOOD_SHARE}
+        found = self.max_load[("request_rate" if by_rate else "concurrency")]
+        self._note("info", f"max load meeting the SLO for >= {GOOD_SHARE:.0%} of requests: "
+                           + (f"{found:g} {'req/s' if by_rate else 'streams'}" if found else "none (the smallest failed)")
+                           + f" ({len(history)} probes)")
 
     async def _prepare(self, client: httpx.AsyncClient) -> None:
         s = self.settings
@@ -198,42 +288,55 @@ class BenchLoop:
         if s.flush_cache:
             await self._flush_cache(client)
 
-    async def _one_run(self, client: httpx.AsyncClient) -> RunDone | None:
-        s = self.settings
+    async def _one_run(self, client: httpx.AsyncClient, tally: PointTally) -> RunDone | None:
+        p = self._point
         generation = self._generation
         run_index = self._run_index
-        k = s.run_size
-        counter = iter(range(k))
+        k = p.run_size
         done: list[RequestResult] = []
+        sends_s: list[float] = []
+        dues_s: list[float] = []  # open loop: when each arrival was due
         t_start = time.perf_counter()
 
-        async def worker() -> None:
-            for req_index in counter:
-                await self._running.wait()
-                if self._stop.is_set() or generation != self._generation:
-                    return
-                res = await self._request(client, on_cancel=lambda i=req_index: self.publish(_request_event(
-                    run_index, i, RequestResult(error="cancelled: stopped by tuiapp", cancelled=True))))
-                if generation != self._generation:
-                    return
-                done.append(res)
-                self.publish(_request_event(run_index, req_index, res))
-                if res.numerical_fault:
-                    self._nan_count += 1
-                    self.publish(
-                        Alert(
-                            alert_kind="numerical",
-                            message=(
-                                f"request finished with 'NaN happened' (run {run_index}, request {req_index};"
-                                f" {self._nan_count} so far)"
-                            ),
-                            source="bench",
-                            alert_id=NAN_ALERT_ID,  # later NaN finishes update one alert
-                        )
+        async def one(req_index: int) -> bool:
+            """One request of the run; False when the run was stopped or restarted."""
+            res = await self._request(client, on_cancel=lambda i=req_index: self.publish(_request_event(
+                run_index, i, RequestResult(error="cancelled: stopped by tuiapp", cancelled=True))),
+                sends_s=sends_s)
+            if generation != self._generation:
+                return False
+            done.append(res)
+            self.publish(_request_event(run_index, req_index, res))
+            if res.numerical_fault:
+                self._nan_count += 1
+                self.publish(
+                    Alert(
+                        alert_kind="numerical",
+                        message=(
+                            f"request finished with 'NaN happened' (run {run_index}, request {req_index};"
+                            f" {self._nan_count} so far)"
+                        ),
+                        source="bench",
+                        alert_id=NAN_ALERT_ID,  # later NaN finishes update one alert
                     )
+                )
+            return True
 
         paused_before_s = self._paused_s()
-        tasks = [asyncio.ensure_future(worker()) for _ in range(min(s.concurrency, k))]
+        if p.request_rate is None:
+            counter = iter(range(k))
+
+            async def worker() -> None:
+                for req_index in counter:
+                    await self._running.wait()
+                    if self._stop.is_set() or generation != self._generation:
+                        return
+                    if not await one(req_index):
+                        return
+
+            tasks = [asyncio.ensure_future(worker()) for _ in range(min(p.concurrency, k))]
+        else:
+            tasks = await self._arrivals(p, k, run_index, generation, one, dues_s)
         try:
             await asyncio.gather(*tasks)
         finally:
@@ -244,11 +347,47 @@ class BenchLoop:
         if generation != self._generation or self._stop.is_set() and len(done) < k:
             return None  # a restarted or stopped run is not a run
         self._run_index += 1
-        run = _run_event(run_index, done, wall_s, s.concurrency, self.trial)
+        run = _run_event(run_index, done, wall_s, p.concurrency, self.trial)
+        if p.request_rate is not None or self._point_index:
+            run = run.model_copy(update={"request_rate": p.request_rate, "point_index": self._point_index})
+        tally.add_run(done, wall_s, run.output_tok_s, sends_s if p.request_rate is not None else None, dues_s)
         self.results.append(RunFigures(run))
         self.publish(run)
         self._publish_summary()
         return run
+
+    async def _arrivals(self, p: BenchSettings, k: int, run_index: int, generation: int,
+                        one: Callable[[int], Any], dues_s: list[float]) -> list[asyncio.Future]:
+        """Open loop: start request i at the i-th arrival of a gamma process (shape
+        ``burstiness``, mean gap 1/rate; shape 1 is Poisson), whatever is in flight;
+        ``max_concurrency`` makes arrivals beyond the cap wait for a free slot."""
+        rng = random.Random(p.seed * 1_000_003 + run_index)
+        shape = p.burstiness
+        scale_s = 1.0 / (p.request_rate * shape)  # type: ignore[operator]
+        cap = asyncio.Semaphore(p.max_concurrency) if p.max_concurrency else None
+
+        async def capped(i: int) -> None:
+            if cap is None:
+                await one(i)
+                return
+            async with cap:
+                await one(i)
+
+        tasks: list[asyncio.Future] = []
+        due_s = time.perf_counter()
+        for i in range(k):
+            if not self._running.is_set():
+                await self._running.wait()
+                due_s = time.perf_counter()  # a pause is not a gap between arrivals
+            if self._stop.is_set() or generation != self._generation:
+                break
+            wait_s = due_s - time.perf_counter()
+            if wait_s > 0:
+                await asyncio.sleep(wait_s)
+            dues_s.append(due_s)
+            tasks.append(asyncio.ensure_future(capped(i)))
+            due_s += rng.gammavariate(shape, scale_s)
+        return tasks
 
     def _publish_summary(self) -> None:
         decode = self.decode_runs()
@@ -268,7 +407,7 @@ class BenchLoop:
         )
 
     async def _request(self, client: httpx.AsyncClient, max_new_tokens: int | None = None,
-                       on_cancel: Callable[[], None] | None = None) -> RequestResult:
+                       on_cancel: Callable[[], None] | None = None, sends_s: list[float] | None = None) -> RequestResult:
         """One request; while the server is unreachable, wait for it instead of failing."""
         s = self.settings
         prompt = next(self._prompt_iter)
@@ -283,6 +422,8 @@ class BenchLoop:
             async with serial:
                 others = self._in_flight
                 self._in_flight += 1
+                if sends_s is not None:
+                    sends_s.append(time.perf_counter())
                 try:
                     res = await stream_request(client, self._url, s.api, payload, s.timeouts,
                                                prompt.max_new_tokens or s.max_new_tokens)
@@ -493,3 +634,22 @@ def _run_event(run_index: int, done: list[RequestResult], wall_s: float, concurr
         accept_rate=stats.mean(rates),
         trial=trial,
     )
+
+
+def _pool_size(s: BenchSettings) -> int:
+    """Connections the loop may hold at once: the largest concurrency of any point. Open
+    loop has no bound but its cap: a pool smaller than the requests in flight would queue
+    arrivals in the client and hide the server's own queueing."""
+    if s.request_rate is not None or s.sweep == "request_rate":
+        return s.max_concurrency or 1024
+    if s.find_max_load:
+        return 1024
+    return int(max([s.concurrency, *(s.sweep_values if s.sweep == "concurrency" else ())]))
+
+
+def _load_text(p: BenchSettings) -> str:
+    if p.request_rate is None:
+        return f"concurrency {p.concurrency}"
+    cap = f", at most {p.max_concurrency} in flight" if p.max_concurrency else ""
+    shape = f", burstiness {p.burstiness:g}" if p.burstiness != 1 else ""
+    return f"{p.request_rate:g} req/s{shape}{cap}"

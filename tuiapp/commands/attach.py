@@ -22,7 +22,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--headless", action="store_true", help="no UI: one line per run on stdout")
     parser.add_argument("--summary", metavar="FILE", help="write a JSON summary of the runs at the end")
     parser.add_argument("--record", metavar="FILE", help="record every event to FILE for replay")
-    parser.add_argument("--input-tokens", type=int, metavar="N", help="synthetic prompts of exactly N tokens")
     parser.add_argument("--no-ignore-eos", action="store_true", help="let the model stop at EOS")
     parser.add_argument("--no-flush-cache", action="store_true", help="do not flush the server cache after warm-up")
     parser.add_argument("--model", help="model name for the OpenAI APIs (default: the first of /v1/models)")
@@ -55,17 +54,18 @@ def _settings(args: argparse.Namespace) -> Any:
     from pydantic import ValidationError
 
     from tuiapp.bench.settings import BenchSettings, Timeouts
+    from tuiapp.commands.bench_args import load_settings, workload_of
     from tuiapp.common.errors import UsageError
 
-    synthetic = args.input_tokens is not None  # --input-tokens 0 is an error, not "unset"
-    if args.prompts and synthetic:
-        raise UsageError("--prompts and --input-tokens are exclusive")
-    workload = args.prompts or ("synthetic" if synthetic else "reference")
+    workload = workload_of(args)
+    try:
+        load = load_settings(args)
+    except ValueError as exc:
+        raise UsageError(str(exc)) from None
     try:
         return BenchSettings(
             api="generate" if args.api == "auto" else args.api,  # auto: settled by for_server
             workload=workload,
-            input_tokens=args.input_tokens if synthetic else 128,
             max_new_tokens=args.max_new_tokens,
             ignore_eos=not args.no_ignore_eos,
             concurrency=args.concurrency,
@@ -79,11 +79,13 @@ def _settings(args: argparse.Namespace) -> Any:
                 first_token_s=args.first_token_timeout,
                 stall_s=args.stall_timeout,
             ),
+            **load,
         )
     except ValidationError as exc:
         err = exc.errors()[0]
         where = ".".join(str(p) for p in err["loc"])
-        raise UsageError(f"{where}: {err['msg']}") from None
+        msg = err["msg"].removeprefix("Value error, ")  # a model-level check: its message says where
+        raise UsageError(f"{where}: {msg}" if where else msg) from None
 
 
 def for_server(settings: Any, info: Any, args: argparse.Namespace) -> Any:

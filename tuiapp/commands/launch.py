@@ -90,10 +90,21 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
         raise UsageError("--ready-timeout must be > 0")
     if args.prompts and not Path(args.prompts).is_file():
         raise UsageError(f"--prompts {args.prompts}: no such file")
-    bench = BenchSettings(runs=args.runs, requests_per_run=args.requests_per_run, concurrency=args.concurrency,
-                          max_new_tokens=args.max_new_tokens, warmup_requests=args.warmup,
-                          api="generate" if args.api == "auto" else args.api,  # we launch SGLang
-                          workload=args.prompts or "reference")
+    from pydantic import ValidationError
+
+    from tuiapp.commands.bench_args import load_settings, workload_of
+
+    try:
+        bench = BenchSettings(runs=args.runs, requests_per_run=args.requests_per_run, concurrency=args.concurrency,
+                              max_new_tokens=args.max_new_tokens, warmup_requests=args.warmup,
+                              api="generate" if args.api == "auto" else args.api,  # we launch SGLang
+                              workload=workload_of(args), **load_settings(args))
+    except ValueError as exc:  # pydantic's ValidationError is one
+        if isinstance(exc, ValidationError):
+            err = exc.errors()[0]
+            where, msg = ".".join(str(p) for p in err["loc"]), err["msg"].removeprefix("Value error, ")
+            raise UsageError(f"{where}: {msg}" if where else msg) from None
+        raise UsageError(str(exc)) from None
     return TrialConfig(name=args.name, command=tuple(command), flags=flags, env={}, bench=bench,
                        timeouts=TimeoutSpec(ready_s=args.ready_timeout, run_s=None), is_baseline=True)
 

@@ -23,6 +23,7 @@ from tuiapp.events import (
     BenchSummary,
     GpuSample,
     Note,
+    PointDone,
     RequestDone,
     RunDone,
     RunFigures,
@@ -52,6 +53,23 @@ def _duration(seconds: float) -> str:
     h, rem = divmod(s, 3600)
     m, s = divmod(rem, 60)
     return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
+
+
+def point_line(ev: PointDone) -> str:
+    """One load point: the figures of the throughput-latency curve, and goodput with an SLO."""
+    trial = f" trial={ev.trial}" if ev.trial else ""
+    if ev.request_rate is not None:
+        load = f"rate={ev.request_rate:g} req/s achieved={num(ev.achieved_request_rate, '.2f')}"
+    else:
+        load = f"concurrency={ev.concurrency}"
+    good = (f" goodput={num(ev.goodput_req_s, '.2f')} req/s met={ev.goodput_share:.0%}"
+            if ev.goodput_share is not None else "")
+    return (
+        f"{load}{trial} output={num(ev.output_tok_s, '.1f')} tok/s req={num(ev.request_throughput_req_s, '.2f')}/s"
+        f" ttft p50/p99={num(ev.ttft_p50_ms, '.1f')}/{num(ev.ttft_p99_ms, '.1f')} ms"
+        f" tpot p50/p99={num(ev.tpot_p50_ms, '.2f')}/{num(ev.tpot_p99_ms, '.2f')} ms"
+        f" e2e p50={num(ev.e2e_p50_ms, '.0f')} ms{good} runs={ev.runs} reqs={ev.requests} errors={ev.errors}"
+    )
 
 
 def run_line(ev: RunDone) -> str:
@@ -167,6 +185,8 @@ class Printer:
             case RunDone():
                 self.runs.append(RunFigures(ev))
                 self._print(ev.t_s, "run", run_line(ev))
+            case PointDone():
+                self._print(ev.t_s, "point", point_line(ev))
             case RequestDone():
                 if ev.cancelled:
                     self.requests_cancelled += 1

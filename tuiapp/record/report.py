@@ -18,6 +18,7 @@ from tuiapp.common.redact import mask
 from tuiapp.events import (
     Alert,
     GpuSample,
+    PointDone,
     RunDone,
     ServerInfo,
     ServerStats,
@@ -25,6 +26,7 @@ from tuiapp.events import (
     TrialState,
     _Event,
 )
+from tuiapp.record.curves import POINT_HEAD, curve_chart, point_rows
 from tuiapp.record.findings import findings, per_trial_section, phases, trial_facts
 from tuiapp.record.markdown import hms, table
 from tuiapp.record.printer import NullStream, Printer
@@ -237,6 +239,17 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
     else:
         lines += ["No benchmark run completed in this recording.", ""]
 
+    points = [e for e in rec.events if isinstance(e, PointDone)]
+    curve_svgs: dict[str, str] = {}
+    if points:
+        # a sweep, open loop or a max-load search: the load curve is the result
+        lines += ["## Load curves", "", *table(POINT_HEAD, point_rows(points)), ""]
+        for metric in ("ttft", "tpot"):
+            name = chart_name(f"curve_{metric}")
+            curve_svgs[name] = curve_chart(f"{metric.upper()} vs aggregate output tok/s, per trial (p50 solid,"
+                                           " p99 dashed)", points, metric=metric)
+            lines += [f"![{metric.upper()} vs throughput]({name})", ""]
+
     lines += ["## Alerts", ""]
     if alerts:
         lines += table(
@@ -260,7 +273,7 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
                          "serving: peak PCIe TX GB/s", "serving: mean util %", "start-up: peak memory GiB",
                          "start-up: peak PCIe RX GB/s", "PCIe link"], gpu_rows) + [""]
 
-    svgs: dict[str, str] = {}
+    svgs: dict[str, str] = dict(curve_svgs)
     lines += ["## Charts", ""]
     marks = [(a.t_s - rec.start_t_s, a.alert_kind) for a in alerts]
     for suffix, (chart_title, svg) in _charts(rec, bands, marks).items():

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import time
 
-from tuiapp.events import Alert, BenchSummary, GpuSample, RunDone, RunFigures, ServerStats, _Event
+from tuiapp.events import (
+    Alert,
+    BenchSummary,
+    GpuSample,
+    PointDone,
+    RunDone,
+    RunFigures,
+    ServerStats,
+    _Event,
+)
 
 # Generic kinds say *that* it died; the specific ones say why, so they name the status.
 _GENERIC = {"error", "crash"}
@@ -24,6 +33,7 @@ class TrialCollector:
         self.alerts: dict[int, Alert] = {}
         self._order: list[int] = []
         self.runs: list[RunFigures] = []
+        self.points: list[PointDone] = []  # load points of a sweep or an open-loop trial
         self.summary: BenchSummary | None = None
         self.server_accept_length: float | None = None
         self.peak_mem_bytes: dict[int, int] = {}
@@ -52,6 +62,8 @@ class TrialCollector:
                 self.alerts[key] = event
         elif isinstance(event, RunDone):
             self.runs.append(RunFigures(event))
+        elif isinstance(event, PointDone):
+            self.points.append(event)
         elif isinstance(event, BenchSummary):
             self.summary = event
         elif isinstance(event, ServerStats):

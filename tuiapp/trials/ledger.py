@@ -25,6 +25,7 @@ from tuiapp.common import stats
 from tuiapp.common.difftext import diff_text
 from tuiapp.common.numfmt import NA, gib, num
 from tuiapp.common.redact import mask
+from tuiapp.trials.curves import compare_points, curve_lines
 
 OK = "ok"
 NOT_RUN = "preflight"  # refused before launch: a plan or install problem, not an experiment
@@ -71,6 +72,11 @@ class LedgerRow(BaseModel):
     duration_s: float | None = None
     rank: int | None = None  # a [search]'s place by its objective, 1 = best (ok rows only)
     vs_best: str | None = None  # best | within noise | slower (Welch against the best row's runs)
+    # Load curves (a sweep or open loop): one summary dict per point, the per-point Welch
+    # verdicts against the reference and where the two curves cross (tuiapp.trials.curves)
+    points: list[dict[str, Any]] = Field(default_factory=list)
+    point_verdicts: list[dict[str, Any]] = Field(default_factory=list)
+    crossings: list[str] = Field(default_factory=list)
 
 
 def fill_run_stats(row: LedgerRow) -> None:
@@ -134,6 +140,9 @@ class Ledger:
                 if row.delta_pct is not None and abs(row.delta_pct) < self.min_effect_pct:
                     row.verdict = "within noise"
             row.dead_end = row.status not in (OK, NOT_RUN) or row.verdict == "slower"
+            row.point_verdicts, row.crossings = [], []
+            if row.status == OK and row.points and ref is not None and ref.status == OK and ref.points:
+                row.point_verdicts, row.crossings = compare_points(ref.points, row.points)
         for row in self.rows.values():
             row.share_pct = None
             combined = self.rows.get(row.isolates or "")
@@ -204,6 +213,7 @@ class Ledger:
         attribution = self.attribution()
         if attribution:
             out += ["", *[f"- {line}" for line in attribution]]
+        out += curve_lines(self.rows.values())
         return "\n".join(out) + "\n"
 
     def to_csv(self) -> str:

@@ -359,6 +359,11 @@ class PlanRunner:
                       for a in collector.alerts.values()]
         row.runs_decode_tok_s = collector.run_tok_s()
         fill_run_stats(row)
+        # a sweep or open loop: a curve to compare (a single closed-loop point is the row itself)
+        if len(collector.points) > 1 or any(p.request_rate is not None for p in collector.points):
+            from tuiapp.bench.points import point_summary
+
+            row.points = [point_summary(p) for p in collector.points]
         row.mean_output_tok_s = collector.mean_output_tok_s()
         row.runs_output_tok_s = collector.run_output_tok_s()
         row.mean_ttft_s = collector.mean_ttft_s()

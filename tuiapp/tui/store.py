@@ -21,6 +21,7 @@ from tuiapp.events import (
     HostSample,
     LogLine,
     Note,
+    PointDone,
     ReplaySeek,
     RequestDone,
     RunDone,
@@ -79,6 +80,9 @@ class DashboardStore:
         self.last_run_trial: str | None = None  # kept across trials (last_run is not)
         self.trial_runs: list[RunDone] = []  # runs of the current trial, for mean/sd
         self.summary: BenchSummary | None = None
+        # load curves (a sweep, open loop or a search): finished points, and the load running now
+        self.points: list[PointDone] = []
+        self.current_load: str | None = None
         self.requests_failed = 0
         self.server_has_acceptance = False
         # Whether the latest server speculates; kept across trials so the acceptance panel
@@ -267,7 +271,15 @@ class DashboardStore:
         self.last_run = ev
         self.last_run_trial = ev.trial
         self.run_tok_s.append(ev.decode_tok_s)
+        if ev.request_rate is not None or ev.point_index or self.points:
+            self.current_load = (f"{ev.request_rate:g} req/s" if ev.request_rate is not None
+                                 else f"c={ev.concurrency}")
+            self._bump("latency")
         self._bump("throughput", "trials")  # the ledger shows the running trial's live mean
+
+    def _on_PointDone(self, ev: PointDone) -> None:
+        self.points.append(ev)
+        self._bump("latency", "throughput")
 
     def _on_BenchSummary(self, ev: BenchSummary) -> None:
         self.summary = ev

@@ -10,6 +10,7 @@ from rich.text import Text
 
 from tuiapp.common.numfmt import num
 from tuiapp.tui import fmt
+from tuiapp.tui.curve_text import curve_grid
 from tuiapp.tui.widgets.panel import Panel
 
 
@@ -106,6 +107,8 @@ class LatencyPanel(_PerfPanel):
 
     def render(self) -> Text:
         s = self.store
+        if s.points or s.current_load:
+            return self._curve()
         req = s.last_request
         lines = [
             self._line(("TTFT ", "spark"), (fmt.ms(req.ttft_s if req else None), "value")),
@@ -120,4 +123,42 @@ class LatencyPanel(_PerfPanel):
             lines += self._chart("itl", s.itl_s, rows, "rx", **ms)
         if req is not None and not req.ok:
             lines.insert(0, self._line(("last request failed", "error")))
+        return self._join(lines)
+
+    _TRIAL_TONES = ("spark", "rx", "tx", "warn", "ok", "value")
+
+    def _curve(self) -> Text:
+        """A sweep or open loop: the load now, goodput, and TTFT against throughput per trial."""
+        s = self.store
+        last = s.points[-1] if s.points else None
+        # narrow panels first: the load and the share that met the SLO lead the line
+        head = [("at ", "label"), (s.current_load or fmt.NA, "value")]
+        if last is not None and last.goodput_share is not None:
+            tone = "ok" if last.goodput_share >= 0.99 else "warn" if last.goodput_share >= 0.9 else "error"
+            head += [("  SLO met ", "label"), (f"{last.goodput_share:.0%}", tone),
+                     ("  goodput ", "label"), (num(last.goodput_req_s, ".2f"), "value"), (" req/s", "muted")]
+        lines = [self._line(*head)]
+        if last is not None:
+            lines.append(self._line(("TTFT ", "spark"),
+                                    (f"{num(last.ttft_p50_ms, '.0f')}/{num(last.ttft_p99_ms, '.0f')}ms", "value"),
+                                    (" out ", "label"), (num(last.output_tok_s, ".0f"), "value"),
+                                    (" tok/s", "muted"), (f"  (point {len(s.points)})", "muted")))
+        rows = self.size.height - len(lines) - 1
+        if rows < 2 or not s.points:
+            return self._join(lines)
+        curves: dict[str, list] = {}
+        for p in s.points:
+            curves.setdefault(p.trial or "run", []).append(p)
+        axis_w = 6
+        grid, y_hi, x_hi, letters = curve_grid(curves, self.size.width - axis_w, rows)
+        tones = {letter: self._TRIAL_TONES[k % len(self._TRIAL_TONES)] for k, letter in enumerate(letters.values())}
+        for k, row in enumerate(grid):
+            label = f"{y_hi:.0f}ms" if k == 0 else ("0" if k == len(grid) - 1 else "")
+            text = Text(no_wrap=True, overflow="ellipsis")
+            text.append(f"{label:>{axis_w - 1}} ", self.tone("label"))
+            for ch in row:
+                text.append(ch, self.tone(tones.get(ch.lower(), "muted")))
+            lines.append(text)
+        legend = [(f"{letter.upper()}/{letter} {name} ", tones[letter]) for name, letter in letters.items()]
+        lines.append(self._line(*legend, (f"p50/p99 · x: 0-{x_hi:.0f} tok/s", "muted")))
         return self._join(lines)

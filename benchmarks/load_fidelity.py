@@ -1,0 +1,247 @@
+"""Load-curve fidelity: tuiapp's per-point figures against an independent open-loop client.
+
+    .venv/bin/python benchmarks/load_fidelity.py --target sim
+    .venv/bin/python benchmarks/load_fidelity.py --target real --venv /tmp/tuiapp-sglang-cpu/venv
+        [--concurrency 1,4,16] [--rates 2,4] [--runs 2] [--tokens 32] [--url URL]
+
+At every load point, interleaved in one run (the order alternates point by point):
+``tuiapp attach URL --headless --sweep KIND=V --runs R --summary F`` (a subprocess, as a user
+runs it), and the independent client of this file (stdlib asyncio, raw HTTP/1.1 with its own
+chunked-transfer and SSE parsing, its own Poisson arrivals) with the same workload: /generate
+streams of the reference prompts, ``--tokens`` output tokens (ignore_eos), one warm-up
+request, no cache flush. Both pool a point's runs the same way:
+
+    aggregate output tok/s = completion tokens / sum of run wall times (first send to last finish)
+    TTFT p50 = median over the point's requests of (first output chunk - send)
+
+Printed per point: both figures of both clients and tuiapp / independent; target: within 5%.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from urllib.parse import urlsplit
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(Path(__file__).parent))
+
+from tuiapp.bench.workload import build  # noqa: E402
+
+# The same workload as tuiapp's loop: its prompt order (seed 0), and its arrival draws
+# (seed 0, run r: gamma of shape 1), so both clients send the same requests at the same
+# moments and only the measuring differs.
+PROMPTS = [p.text for p in build("reference")]
+
+TARGET_PCT = 5.0
+
+
+async def _read_chunked(reader: asyncio.StreamReader):
+    """The body of a chunked response, chunk by chunk (uvicorn streams that way)."""
+    while True:
+        size_line = await reader.readline()
+        size = int(size_line.split(b";")[0].strip() or b"0", 16)
+        if size == 0:
+            await reader.readline()
+            return
+        data = await reader.readexactly(size)
+        await reader.readexactly(2)
+        yield data
+
+
+_IDLE: list[tuple[asyncio.StreamReader, asyncio.StreamWriter]] = []  # keep-alive, as tuiapp's client keeps
+
+
+async def one_request(host: str, port: int, prompt: str, tokens: int) -> dict:
+    body = json.dumps({"text": prompt, "stream": True, "sampling_params": {
+        "max_new_tokens": tokens, "temperature": 0, "ignore_eos": True}}).encode()
+    data = (b"POST /generate HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
+            b"Content-Length: %d\r\n\r\n" % (host.encode(), len(body)) + body)
+    reader, writer = _IDLE.pop() if _IDLE else await asyncio.open_connection(host, port)
+    t0 = time.perf_counter()  # when the bytes leave, as tuiapp counts
+    writer.write(data)
+    await writer.drain()
+    status = await reader.readline()
+    if not status:  # a kept connection the server had closed: once more on a fresh one
+        writer.close()
+        reader, writer = await asyncio.open_connection(host, port)
+        t0 = time.perf_counter()
+        writer.write(data)
+        await writer.drain()
+        status = await reader.readline()
+    headers = {}
+    while (line := await reader.readline()) not in (b"\r\n", b""):
+        k, _, v = line.decode().partition(":")
+        headers[k.strip().lower()] = v.strip()
+    if b" 200 " not in status:
+        writer.close()
+        return {"ok": False}
+    chunked = headers.get("transfer-encoding") == "chunked"
+    chunks = _read_chunked(reader) if chunked else _read_all(reader)
+    buf, ttft, n, last = b"", None, None, None
+    async for piece in chunks:
+        buf += piece
+        while b"\n" in buf:
+            line, buf = buf.split(b"\n", 1)
+            line = line.strip()
+            if not line.startswith(b"data: ") or line == b"data: [DONE]":
+                continue
+            obj = json.loads(line[6:])
+            now = time.perf_counter()
+            if ttft is None and obj.get("text"):
+                ttft = now - t0
+            last = now
+            n = (obj.get("meta_info") or {}).get("completion_tokens", n)
+    if chunked and headers.get("connection", "").lower() != "close":
+        _IDLE.append((reader, writer))
+    else:
+        writer.close()
+    return {"ok": ttft is not None and n is not None, "ttft_s": ttft, "tokens": n or 0, "end_s": last, "t0": t0}
+
+
+async def _read_all(reader: asyncio.StreamReader):
+    while data := await reader.read(65536):
+        yield data
+
+
+async def independent_run(url: str, *, concurrency: int | None, rate: float | None, requests: int, tokens: int,
+                          seed: int, offset: int) -> tuple[list[dict], float]:
+    u = urlsplit(url)
+    host, port = u.hostname, u.port
+    prompts = [PROMPTS[(offset + i) % len(PROMPTS)] for i in range(requests)]
+    t_start = time.perf_counter()
+    if rate is None:
+        queue = iter(prompts)
+        results: list[dict] = []
+
+        async def worker() -> None:
+            for p in queue:
+                results.append(await one_request(host, port, p, tokens))
+
+        await asyncio.gather(*(worker() for _ in range(min(concurrency or 1, requests))))
+    else:
+        rng = random.Random(seed)
+        tasks, due = [], time.perf_counter()
+        for p in prompts:
+            wait = due - time.perf_counter()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            tasks.append(asyncio.ensure_future(one_request(host, port, p, tokens)))
+            due += rng.gammavariate(1.0, 1.0 / rate)
+        results = list(await asyncio.gather(*tasks))
+    return results, time.perf_counter() - t_start
+
+
+def independent_point(url: str, *, concurrency: int | None, rate: float | None, runs: int, requests: int,
+                      tokens: int, point: int) -> dict:
+    async def whole() -> tuple[list[dict], float]:
+        """One event loop for the point, so its connections are kept from run to run."""
+        _IDLE.clear()
+        await one_request(urlsplit(url).hostname, urlsplit(url).port, PROMPTS[0], min(tokens, 32))  # warm-up
+        reqs, wall = [], 0.0
+        for r in range(runs):
+            got, w = await independent_run(url, concurrency=concurrency, rate=rate, requests=requests,
+                                           tokens=tokens, seed=r, offset=1 + r * requests)
+            reqs += got
+            wall += w
+        for _, writer in _IDLE:
+            writer.close()
+        return reqs, wall
+
+    reqs, wall = asyncio.run(whole())
+    good = [x for x in reqs if x["ok"]]
+    return {"output_tok_s": sum(x["tokens"] for x in good) / wall,
+            "ttft_p50_ms": statistics.median(x["ttft_s"] for x in good) * 1000, "errors": len(reqs) - len(good)}
+
+
+def tuiapp_point(url: str, *, kind: str, value: float, runs: int, requests: int, tokens: int, out: Path) -> dict:
+    summary = out / f"{kind}-{value:g}.json"
+    cmd = [sys.executable, "-m", "tuiapp", "attach", url, "--headless", "--telemetry", "off",
+           "--sweep", f"{kind}={value:g}", "--runs", str(runs), "--requests-per-run", str(requests),
+           "--max-new-tokens", str(tokens), "--no-flush-cache", "--warmup", "1", "--summary", str(summary)]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
+    if proc.returncode != 0:
+        raise RuntimeError(f"tuiapp attach failed: {proc.stderr[-500:]}")
+    (p,) = json.loads(summary.read_text())["points"]
+    return {"output_tok_s": p["output_tok_s"], "ttft_p50_ms": p["ttft_p50_ms"], "errors": p["errors"],
+            "achieved": p.get("achieved_request_rate")}
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", choices=["sim", "real"], default="sim")
+    ap.add_argument("--venv", default="/tmp/tuiapp-sglang-cpu/venv")
+    ap.add_argument("--url", help="a server already running (else one is started)")
+    ap.add_argument("--concurrency", default="1,4,16")
+    ap.add_argument("--rates", default="2,4")
+    ap.add_argument("--runs", type=int, default=3)
+    ap.add_argument("--tokens", type=int, default=32)
+    ap.add_argument("--requests-per-concurrency", type=int, default=4, help="requests a run = this x concurrency")
+    ap.add_argument("--rate-seconds", type=float, default=8.0, help="an open-loop run is rate x this requests")
+    args = ap.parse_args()
+    server = None
+    out = Path(tempfile.mkdtemp(prefix="load_fidelity_"))
+    if args.url:
+        url = args.url
+    elif args.target == "sim":
+        from bench_peers import start_sim
+
+        server = start_sim(["--tp", "8"])
+        url = server.url
+    else:
+        from real_sglang import RealServer
+
+        from tuiapp.server.ports import free_port
+
+        server = RealServer(Path(args.venv), out / "real.log", free_port())
+        server.wait_ready()
+        url = server.url
+    points = [("concurrency", float(c)) for c in args.concurrency.split(",") if c] + \
+             [("request_rate", float(r)) for r in args.rates.split(",") if r]
+    worst = 0.0
+    try:
+        print(f"target: {args.target} ({url}); {args.runs} runs per point, {args.tokens} output tokens, "
+              "reference prompts, /generate", flush=True)
+        print(f"{'point':>14s} {'client':>12s} {'output tok/s':>13s} {'TTFT p50 ms':>12s}", flush=True)
+        for k, (kind, value) in enumerate(points):
+            conc = int(value) if kind == "concurrency" else None
+            rate = value if kind == "request_rate" else None
+            requests = conc * args.requests_per_concurrency if conc else max(8, round(value * args.rate_seconds))
+            order = ["tuiapp", "independent"] if k % 2 == 0 else ["independent", "tuiapp"]
+            got = {}
+            for who in order:
+                if who == "tuiapp":
+                    got[who] = tuiapp_point(url, kind=kind.replace("_", "-"), value=value, runs=args.runs,
+                                            requests=requests, tokens=args.tokens, out=out)
+                else:
+                    got[who] = independent_point(url, concurrency=conc, rate=rate, runs=args.runs,
+                                                 requests=requests, tokens=args.tokens, point=k)
+            label = f"c={conc}" if conc else f"{value:g} req/s"
+            for who in ("tuiapp", "independent"):
+                g = got[who]
+                print(f"{label:>14s} {who:>12s} {g['output_tok_s']:13.1f} {g['ttft_p50_ms']:12.1f}"
+                      + (f"  errors={g['errors']}" if g["errors"] else ""), flush=True)
+            d_out = 100 * (got["tuiapp"]["output_tok_s"] / got["independent"]["output_tok_s"] - 1)
+            d_ttft = 100 * (got["tuiapp"]["ttft_p50_ms"] / got["independent"]["ttft_p50_ms"] - 1)
+            worst = max(worst, abs(d_out), abs(d_ttft))
+            ok = "ok" if max(abs(d_out), abs(d_ttft)) <= TARGET_PCT else "OVER"
+            print(f"{label:>14s} {'tuiapp/ind.':>12s} {d_out:+12.1f}% {d_ttft:+11.1f}%  {ok}", flush=True)
+    finally:
+        if server is not None:
+            server.stop()
+    print(f"worst difference: {worst:.1f}% (target {TARGET_PCT:.0f}%)")
+    return 0 if worst <= TARGET_PCT else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
