@@ -181,3 +181,37 @@ def test_compare_pairs_load_points_shared_by_both(tmp_path):
     assert points[("concurrency=4", "output_tok_s")].ratio == pytest.approx(1.1)
     assert primary_verdict(rows, "decode_tok_s") == "within noise"
     assert os.path.exists(base)
+
+
+AUTO_BENCHMARK = """
+server:
+  env: {CUDA_VISIBLE_DEVICES: "0,1,2,3,4,5,6,7"}
+  base_flags: {model_path: moonshotai/Kimi-K2.5, tp: 8, mem_fraction_static: 0.88}
+  search_space:
+    cuda_graph_max_bs: [128, 512]
+    chunked_prefill_size: [4096, 8192]
+search: {tier: 3, max_candidates: 4, max_duration_hours: 2}
+benchmark: {qps: {lower: 1, upper: 16}}
+"""
+
+
+def test_an_sglang_auto_benchmark_config_is_read_as_a_plan(tmp_path):
+    from tuiapp.trials.plan import load_plan
+
+    path = tmp_path / "kimi.yaml"
+    path.write_text(AUTO_BENCHMARK)
+    plan = load_plan(path)
+    assert plan.baseline.model == "moonshotai/Kimi-K2.5" and plan.baseline.env == {"CUDA_VISIBLE_DEVICES": "0,1,2,3,4,5,6,7"}
+    assert " ".join(plan.baseline.argv()).endswith("--tp-size 8 --mem-fraction-static 0.88")
+    # max_candidates counts the baseline, as auto_benchmark does: 3 of the 4 combinations
+    assert plan.search.names == ("cuda-graph-max-bs=128,chunked-prefill-size=4096",
+                                 "cuda-graph-max-bs=128,chunked-prefill-size=8192",
+                                 "cuda-graph-max-bs=512,chunked-prefill-size=4096")
+    assert plan.search.budget_s == 7200.0
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("server: [unclosed\n")
+    out = tuiapp("trials", str(bad), "--dry-run")
+    assert out.returncode == 2 and "YAML syntax" in out.stderr and len(out.stderr.strip().splitlines()) == 1
+    bad.write_text("benchmark: {qps: 1}\n")
+    out = tuiapp("trials", str(bad), "--dry-run")
+    assert out.returncode == 2 and "server: required" in out.stderr

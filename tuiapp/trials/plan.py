@@ -162,6 +162,10 @@ def load_plan(path: str | Path) -> Plan:
         text = path.read_text(encoding="utf-8")
     except OSError as exc:
         raise PlanError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    if path.suffix in (".yaml", ".yml"):  # an SGLang auto_benchmark config
+        from tuiapp.trials.auto_benchmark import plan_data
+
+        return plan_from_data(plan_data(text, path), text, path)
     return parse_plan(text, path)
 
 
@@ -170,6 +174,11 @@ def parse_plan(text: str, path: Path) -> Plan:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise PlanError(_toml_error(path, exc)) from None
+    return plan_from_data(data, text, path)
+
+
+def plan_from_data(data: dict, text: str, path: Path) -> Plan:
+    """A plan from its parsed tables (TOML, or another format mapped onto them)."""
     try:
         spec = PlanSpec.model_validate(data)
     except ValidationError as exc:
@@ -249,6 +258,8 @@ def _resolve(spec: PlanSpec, text: str, path: Path) -> Plan:
                 raise fail(("search", "flags"), f"combination {name!r} has the name of a trial already in the plan")
             cfg = replace(_apply(baseline, TrialSpec(name=name, flags=values), ("search", "flags"), fail),
                           base=baseline.name)
+            if spec.search.max_candidates is not None and len(names) + 1 >= spec.search.max_candidates:
+                break  # the baseline counts as a candidate, as in SGLang's auto_benchmark
             done[name] = cfg
             trials.append(cfg)
             names.append(name)

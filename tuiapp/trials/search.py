@@ -38,6 +38,7 @@ class SearchSpec(BaseModel):
     order: Literal["grid", "random"] = "grid"
     seed: int = 0
     budget_s: float | None = Field(None, gt=0)
+    max_candidates: int | None = Field(None, ge=1, description="at most this many trials, the baseline counted")
 
     @field_validator("flags")
     @classmethod
