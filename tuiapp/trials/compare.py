@@ -215,16 +215,20 @@ def table(rows: list[Row]) -> str:
         return "n/a" if v is None else format(v, spec)
 
     w = min(60, max([len("group"), *(len(r.group) for r in rows)]))
-    head = f"{'group':<{w}} {'metric':<26} {'base':>10} {'new':>10} {'new/base':>9} {'95% interval':>15}  verdict"
+
+    def label(r: Row) -> str:
+        name = r.metric.replace("ttft_s", "ttft_ms").replace("itl_s", "itl_ms")
+        return name if r.point is None else f"{name} @{r.point}"
+
+    m = max([len("metric"), *(len(label(r)) for r in rows)])
+    head = f"{'group':<{w}} {'metric':<{m}} {'base':>10} {'new':>10} {'new/base':>9} {'95% interval':>15}  verdict"
     lines = [head]
     for r in rows:
-        metric = r.metric if r.point is None else f"{r.metric} @{r.point}"
         scale = 1000.0 if r.metric in ("ttft_s", "itl_s") else 1.0
-        unit_metric = metric.replace("ttft_s", "ttft_ms").replace("itl_s", "itl_ms")
         ci = "" if r.ci95 is None else f"{r.ci95[0]:.3f}-{r.ci95[1]:.3f}"
         base = None if r.base_mean is None else r.base_mean * scale
         new = None if r.new_mean is None else r.new_mean * scale
-        lines.append(f"{r.group[:w]:<{w}} {unit_metric[:26]:<26} {f(base):>10} {f(new):>10} {f(r.ratio, '.3f'):>9} "
+        lines.append(f"{r.group[:w]:<{w}} {label(r):<{m}} {f(base):>10} {f(new):>10} {f(r.ratio, '.3f'):>9} "
                      f"{ci:>15}  {r.verdict}" + (f" (n={r.n_base}/{r.n_new}, p={r.p_value:.2g})"
                                                   if r.p_value is not None else ""))
     return "\n".join(lines)
