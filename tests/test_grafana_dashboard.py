@@ -15,6 +15,7 @@ from tuiapp.events import (
     Alert,
     BenchSummary,
     GpuSample,
+    PointDone,
     RequestDone,
     RunDone,
     ServerState,
@@ -52,6 +53,8 @@ def tuiapp_names() -> set[str]:
                       Alert(alert_kind="oom", message="x", ranks=[0], alert_id=1),
                       GpuSample(index=0, mem_used_bytes=1, mem_total_bytes=2, pcie_tx_bytes_s=1, pcie_rx_bytes_s=1,
                                 util_pct=1, power_w=1, temp_c=1),
+                      PointDone(point_index=0, concurrency=4, runs=2, requests=8, duration_s=2, output_tok_s=10,
+                                request_throughput_req_s=1, ttft_p99_ms=5, goodput_req_s=1, goodput_share=1, trial="t"),
                       TrialResult(name="t", status="ok")):
             ep.apply(event)
         return names_in(httpx.get(ep.url, timeout=10).text)

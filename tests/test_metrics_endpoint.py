@@ -17,6 +17,7 @@ from tuiapp.events import (
     Alert,
     BenchSummary,
     GpuSample,
+    PointDone,
     RequestDone,
     RunDone,
     TrialResult,
@@ -63,6 +64,9 @@ def test_events_land_in_their_series(endpoint):
     ep.apply(Alert(alert_kind="oom", message="torch.OutOfMemoryError: CUDA out of memory", ranks=[3, 5], alert_id=7))
     ep.apply(GpuSample(index=0, uuid="GPU-1", mem_used_bytes=10 << 30, mem_total_bytes=141 << 30,
                        pcie_tx_bytes_s=1.5e9, util_pct=50.0))
+    ep.apply(PointDone(point_index=0, concurrency=16, runs=2, requests=32, duration_s=8.0, output_tok_s=1200.0,
+                       request_throughput_req_s=4.0, ttft_p99_ms=850.0, goodput_req_s=3.5, goodput_share=0.875,
+                       trial="base"))
     ep.apply(TrialState(name="base", index=1, total=2, phase="failed"))
     ep.apply(TrialResult(name="base", status="oom"))
     got = samples(ep.url)
@@ -96,6 +100,10 @@ def test_events_land_in_their_series(endpoint):
     assert value(got, "tuiapp_gpu_memory_used_bytes", **gpu) == 10 << 30
     assert value(got, "tuiapp_gpu_pcie_tx_bytes_per_second", **gpu) == 1.5e9
     assert value(got, "tuiapp_gpu_utilization_ratio", **gpu) == 0.5
+    point = {"trial": "base", "load": "concurrency=16"}
+    assert value(got, "tuiapp_point_output_tokens_per_second", **point) == 1200.0
+    assert value(got, "tuiapp_point_latency_seconds", latency="ttft", quantile="0.99", **point) == 0.85
+    assert value(got, "tuiapp_point_goodput_ratio", **point) == 0.875
     assert not any(name.endswith("_created") for name, _ in got)
 
 

@@ -31,6 +31,7 @@ from tuiapp.events import (
     BenchSummary,
     GpuSample,
     Note,
+    PointDone,
     ReplaySeek,
     RequestDone,
     RunDone,
@@ -136,6 +137,19 @@ class MetricsEndpoint:
                                  ["url", "model", "engine", "version"], registry=r)
         self.server_gen = Gauge("tuiapp_server_gen_throughput_tokens_per_second",
                                 "The server's own generation throughput (its Decode batch log lines)", registry=r)
+        lp = ["trial", "load"]  # load: "concurrency=16" or "request_rate=4"
+        self.point_output = Gauge("tuiapp_point_output_tokens_per_second",
+                                  "A load point's aggregate output rate (its runs pooled)", lp, registry=r)
+        self.point_requests = Gauge("tuiapp_point_requests_per_second", "A load point's request throughput", lp,
+                                    registry=r)
+        self.point_latency = Gauge("tuiapp_point_latency_seconds",
+                                   "A load point's latency percentiles: ttft, tpot, itl, e2e at p50/p90/p99",
+                                   [*lp, "latency", "quantile"], registry=r)
+        self.point_goodput = Gauge("tuiapp_point_goodput_requests_per_second",
+                                   "A load point's requests/s that met every SLO goal", lp, registry=r)
+        self.point_goodput_share = Gauge("tuiapp_point_goodput_ratio",
+                                         "A load point's share of requests that met every SLO goal, 0 to 1", lp,
+                                         registry=r)
         g = ["gpu", "uuid", "node"]
         self.gpu_mem_used = Gauge("tuiapp_gpu_memory_used_bytes", "GPU memory in use", g, registry=r)
         self.gpu_mem_total = Gauge("tuiapp_gpu_memory_total_bytes", "GPU memory in all", g, registry=r)
@@ -194,6 +208,8 @@ class MetricsEndpoint:
         elif isinstance(event, ServerStats):
             if event.source == "log_decode" and event.gen_throughput_tok_s is not None:
                 self.server_gen.set(event.gen_throughput_tok_s)
+        elif isinstance(event, PointDone):
+            self._point(event)
         elif isinstance(event, Note):
             self.notes.labels(event.level).inc()
         elif isinstance(event, ReplaySeek):
@@ -213,6 +229,24 @@ class MetricsEndpoint:
                             (self.e2e, e.e2e_s)):
             if value is not None:
                 hist.labels(trial).observe(value)
+
+    def _point(self, e: PointDone) -> None:
+        if e.concurrency is not None:
+            load = f"concurrency={e.concurrency}"
+        elif e.request_rate is not None:
+            load = f"request_rate={e.request_rate:g}"
+        else:
+            return
+        labels = (e.trial or self._trial, load)
+        _set(self.point_output.labels(*labels), e.output_tok_s)
+        _set(self.point_requests.labels(*labels), e.request_throughput_req_s)
+        _set(self.point_goodput.labels(*labels), e.goodput_req_s)
+        _set(self.point_goodput_share.labels(*labels), e.goodput_share)
+        for latency in ("ttft", "tpot", "itl", "e2e"):
+            for q in ("50", "90", "99"):
+                value = getattr(e, f"{latency}_p{q}_ms")
+                if value is not None:
+                    self.point_latency.labels(*labels, latency, f"0.{q}").set(value / 1000.0)
 
     def _gpu(self, e: GpuSample) -> None:
         labels = (str(e.index), e.uuid or "", e.node or "")

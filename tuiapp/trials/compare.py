@@ -190,9 +190,13 @@ def compare(base: dict[str, Group], new: dict[str, Group], *, min_effect_pct: fl
             rows.append(Row(name, metric, mb, mn, ratio, ci, p, verdict, len(b), len(n)))
         for key in sorted(set(bg.points) & set(ng.points)):
             label = f"{key[0]}={key[1]:g}"
-            for metric, _higher in POINT_METRICS.items():
+            for metric, higher in POINT_METRICS.items():
                 bv, nv = bg.points[key].get(metric), ng.points[key].get(metric)
-                if isinstance(bv, (int, float)) and isinstance(nv, (int, float)):
+                b_runs, n_runs = bg.points[key].get(f"{metric}_runs") or [], ng.points[key].get(f"{metric}_runs") or []
+                if len(b_runs) >= 2 and len(n_runs) >= 2:  # per-run figures (output tok/s): Welch
+                    mb, mn, ratio, ci, p, verdict = compare_runs(b_runs, n_runs, higher, min_effect_pct)
+                    rows.append(Row(name, metric, mb, mn, ratio, ci, p, verdict, len(b_runs), len(n_runs), label))
+                elif isinstance(bv, (int, float)) and isinstance(nv, (int, float)):
                     rows.append(Row(name, metric, float(bv), float(nv), nv / bv if bv else None, None, None,
                                     "n/a (one value a side)", 1, 1, label))
     if not rows:
