@@ -126,7 +126,11 @@ class BenchSettings(BaseModel):
         if self.sweep is None:
             return [self]
         if self.sweep == "concurrency":
-            return [self.model_copy(update={"concurrency": int(v), "request_rate": None}) for v in self.sweep_values]
+            # a run of fewer requests than streams never loads the server to the point's concurrency
+            # (a plan's default is 1 request a run, for the campaign's single stream)
+            return [self.model_copy(update={"concurrency": int(v), "request_rate": None,
+                                            "requests_per_run": max(self.requests_per_run or 0, int(v))})
+                    for v in self.sweep_values]
         return [self.model_copy(update={"request_rate": float(v)}) for v in self.sweep_values]
 
 

@@ -20,6 +20,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--ledger", metavar="FILE", help="write the ledger as JSON")
     parser.add_argument("--only", metavar="TRIAL", nargs="+",
                         help="run only these trials of the campaign (and what they are compared with)")
+    parser.add_argument("--curves", action="store_true",
+                        help="run the two baselines as load curves (1 to 256 streams) instead of the campaign")
     parser.add_argument("--speed", type=float, default=20.0, metavar="X",
                         help="simulated start-up runs X times faster (decode pacing stays real; default 20)")
     parser.add_argument("--theme", help="TUI theme")
@@ -34,7 +36,7 @@ def trials_args(args: argparse.Namespace) -> argparse.Namespace:
 
     parser = argparse.ArgumentParser()
     trials.add_arguments(parser)
-    ns = parser.parse_args(["campaign", "--sim", "--telemetry", "sim"])
+    ns = parser.parse_args(["curves" if getattr(args, "curves", False) else "campaign", "--sim", "--telemetry", "sim"])
     ns.headless, ns.record, ns.ledger, ns.only = args.headless, args.record, args.ledger, args.only
     ns.sim_speed, ns.theme, ns.screenshot_dir = args.speed, args.theme, args.screenshot_dir
     ns.metrics_port, ns.metrics_host = args.metrics_port, args.metrics_host
