@@ -215,3 +215,39 @@ def test_an_sglang_auto_benchmark_config_is_read_as_a_plan(tmp_path):
     bad.write_text("benchmark: {qps: 1}\n")
     out = tuiapp("trials", str(bad), "--dry-run")
     assert out.returncode == 2 and "server: required" in out.stderr
+
+
+def test_objectives_read_a_sweep_point_or_the_max_load():
+    from tuiapp.trials.ledger import Ledger, LedgerRow, objective_values
+
+    def row(name, runs_at_8, shares):
+        points = [{"concurrency": c, "output_tok_s_runs": runs, "goodput_share": share}
+                  for c, runs, share in ((1, [10.0, 10.1], 1.0), (8, runs_at_8, shares[0]), (32, [300.0, 301.0], shares[1]))]
+        return LedgerRow(name=name, status="ok", runs_decode_tok_s=[80.0, 80.2], points=points)
+
+    a, b = row("a", [70.0, 70.5], (1.0, 0.5)), row("b", [75.0, 75.4], (1.0, 1.0))
+    assert objective_values(a, "output_tok_s@concurrency=8") == [70.0, 70.5]
+    assert objective_values(a, "max_load") == [8.0] and objective_values(b, "max_load") == [32.0]
+    ledger = Ledger([a, b])
+    assert [r.name for r in ledger.rank("output_tok_s@concurrency=8")] == ["b", "a"] and a.vs_best == "slower"
+    assert [r.name for r in ledger.rank("max_load")] == ["b", "a"] and a.vs_best == "lower"
+    with pytest.raises(PlanError, match="objective"):
+        parse_plan(GRID.format(order="grid").replace('seed = 3', 'seed = 3\nobjective = "tok"'), Path("p.toml"))
+
+
+def test_a_search_ranks_by_a_sweep_point(tmp_path):
+    plan = tmp_path / "sweep.toml"
+    plan.write_text(GRID.format(order="grid").replace(
+        "bench = { runs = 2, max_new_tokens = 16, warmup_requests = 0 }",
+        'bench = { runs = 2, max_new_tokens = 16, warmup_requests = 0, sweep = "concurrency=1,8" }').replace(
+        "seed = 3", 'seed = 3\nobjective = "output_tok_s@concurrency=8"\nmax_candidates = 3'))
+    ledger = tmp_path / "l.json"
+    out = tuiapp("trials", str(plan), "--sim", "--sim-speed", "100", "--headless", "--ledger", str(ledger),
+                 timeout_s=240)
+    assert out.returncode == 0, out.stdout[-3000:]
+    rows = json.loads(ledger.read_text())
+    assert len(rows) == 3 and sorted(r["rank"] for r in rows) == [1, 2, 3]
+    best = min(rows, key=lambda r: r["rank"])
+    at_8 = {r["name"]: sum(p["output_tok_s_runs"]) / 2 for r in rows for p in r["points"] if p.get("concurrency") == 8}
+    assert best["name"] == max(at_8, key=at_8.get)
+    assert f"best by output_tok_s@concurrency=8: {best['name']}" in out.stdout

@@ -84,7 +84,10 @@ def best_configuration(ledger: Ledger, plan: Plan) -> list[str]:
     best = ranked[0]
     cfg = plan.get(best.name)
     tied = [r.name for r in ranked[1:] if r.vs_best == "within noise"]
-    figure = best.mean_decode_tok_s if plan.search.objective == "decode_tok_s" else best.mean_output_tok_s
+    from tuiapp.common import stats
+    from tuiapp.trials.ledger import objective_values
+
+    figure = stats.mean(objective_values(best, plan.search.objective))
     lines = [f"best by {plan.search.objective}: {best.name} ({figure:.2f})"
              + (f"; within noise of it: {', '.join(tied)}" if tied else "")]
     if cfg is not None:

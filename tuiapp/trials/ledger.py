@@ -79,6 +79,31 @@ class LedgerRow(BaseModel):
     crossings: list[str] = Field(default_factory=list)
 
 
+GOOD_SHARE = 0.99  # a load "meets the SLO" when this share of its requests met every goal
+
+
+def objective_values(row: LedgerRow, objective: str) -> list[float]:
+    """A row's figures for a search objective: per-run values (Welch compares them), or the one
+    value of ``max_load``. Objectives: ``decode_tok_s``, ``output_tok_s``,
+    ``output_tok_s@concurrency=N`` / ``output_tok_s@request_rate=R`` (that sweep point's runs),
+    ``max_load`` (the largest load whose goodput share met the SLO, from --find-max-load or a sweep)."""
+    if objective == "decode_tok_s":
+        return row.runs_decode_tok_s
+    if objective == "output_tok_s":
+        return row.runs_output_tok_s
+    if objective.startswith("output_tok_s@"):
+        key, _, value = objective.split("@", 1)[1].partition("=")
+        for point in row.points:
+            if point.get(key) is not None and float(point[key]) == float(value) and not point.get("search_probe"):
+                return [float(x) for x in point.get("output_tok_s_runs") or []]
+        return []
+    if objective == "max_load":
+        loads = [float(p.get("concurrency") or p.get("request_rate") or 0) for p in row.points
+                 if (p.get("goodput_share") or 0.0) >= GOOD_SHARE]
+        return [max(loads)] if loads else []
+    raise ValueError(f"unknown objective {objective!r}")
+
+
 def fill_run_stats(row: LedgerRow) -> None:
     runs = row.runs_decode_tok_s
     row.mean_decode_tok_s = stats.mean(runs)
@@ -152,7 +177,9 @@ class Ledger:
     def rank(self, objective: str = "decode_tok_s") -> list[LedgerRow]:
         """Rank the rows that ran by their mean ``objective`` (per-run figures), best first; each
         is compared with the best by Welch's test, so a difference within noise says so."""
-        runs_of = (lambda r: r.runs_decode_tok_s) if objective == "decode_tok_s" else (lambda r: r.runs_output_tok_s)
+        def runs_of(r: LedgerRow) -> list[float]:
+            return objective_values(r, objective)
+
         ranked = sorted((r for r in self.rows.values() if r.status == OK and runs_of(r)),
                         key=lambda r: stats.mean(runs_of(r)), reverse=True)
         for row in self.rows.values():
@@ -165,6 +192,9 @@ class Ledger:
             row.rank = place
             if row is best:
                 row.vs_best = "best"
+                continue
+            if objective == "max_load":  # one value a trial: no test, only the order
+                row.vs_best = "lower" if stats.mean(runs_of(row)) < best_mean else "best"
                 continue
             gap_pct = 100.0 * (best_mean - stats.mean(runs_of(row))) / best_mean if best_mean else 0.0
             slower = stats.verdict(runs_of(best), runs_of(row), alpha=ALPHA) == "slower"

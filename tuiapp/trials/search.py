@@ -1,7 +1,8 @@
 """``[search]`` in a plan: a space of flags expanded into trials, and how the results rank.
 
     [search]
-    objective = "decode_tok_s"   # or "output_tok_s": what ranks the combinations
+    objective = "decode_tok_s"   # what ranks the combinations: decode_tok_s, output_tok_s,
+                                 # output_tok_s@concurrency=64 (a sweep point), max_load (SLO)
     order = "grid"               # or "random" (with seed): the order the combinations run in
     seed = 0
     budget_s = 7200              # optional: no new combination starts after this long
@@ -28,17 +29,27 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from tuiapp.trials.flags import canonical, to_value
 
 Scalar = str | int | float | bool
-OBJECTIVES = ("decode_tok_s", "output_tok_s")
 
 
 class SearchSpec(BaseModel):
     model_config = ConfigDict(extra="forbid")
     flags: dict[str, list[Scalar]] = Field(default_factory=dict)
-    objective: Literal["decode_tok_s", "output_tok_s"] = "decode_tok_s"
+    objective: str = "decode_tok_s"
     order: Literal["grid", "random"] = "grid"
     seed: int = 0
     budget_s: float | None = Field(None, gt=0)
     max_candidates: int | None = Field(None, ge=1, description="at most this many trials, the baseline counted")
+
+    @field_validator("objective")
+    @classmethod
+    def _objective(cls, value: str) -> str:
+        import re
+
+        if value in ("decode_tok_s", "output_tok_s", "max_load") or re.fullmatch(
+                r"output_tok_s@(?:concurrency=\d+|request_rate=\d+(?:\.\d+)?)", value):
+            return value
+        raise ValueError("objective: decode_tok_s, output_tok_s, output_tok_s@concurrency=N, "
+                         "output_tok_s@request_rate=R or max_load")
 
     @field_validator("flags")
     @classmethod
