@@ -1,0 +1,22 @@
+"""`tuiapp demo --curves`: the campaign's two baselines as load curves on the simulator's load
+model cross where the campaign's confound says (cuda-graph-max-bs 128 ahead at low load, behind
+once batches run without CUDA graphs)."""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+
+import pytest
+
+
+@pytest.mark.slow
+def test_demo_curves_cross_between_64_and_256_streams():
+    out = subprocess.run([sys.executable, "-m", "tuiapp", "demo", "--curves", "--headless", "--speed", "100"],
+                         capture_output=True, text=True, timeout=240, stdin=subprocess.DEVNULL)
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr
+    line = next(ln for ln in out.stdout.splitlines() if "output tok/s per load" in ln)
+    verdicts = dict(re.findall(r"concurrency (\d+): (faster|slower|within noise)", line))
+    assert verdicts["1"] == "faster" and verdicts["256"] == "slower", line
+    assert "curves cross between concurrency 64" in out.stdout and "and concurrency 256" in out.stdout
