@@ -251,3 +251,25 @@ def test_a_search_ranks_by_a_sweep_point(tmp_path):
     at_8 = {r["name"]: sum(p["output_tok_s_runs"]) / 2 for r in rows for p in r["points"] if p.get("concurrency") == 8}
     assert best["name"] == max(at_8, key=at_8.get)
     assert f"best by output_tok_s@concurrency=8: {best['name']}" in out.stdout
+
+
+def test_a_search_records_refused_and_failed_combinations_and_goes_on(tmp_path):
+    plan = tmp_path / "mixed.toml"
+    plan.write_text(GRID.format(order="grid").split("[search]")[0] + """[search]
+[search.flags]
+mem-fraction-static = [0.3, 0.88]
+cuda-graph-max-bs-decoed = [false, 64]   # a typo: preflight refuses the combinations that set it
+""")
+    ledger = tmp_path / "l.json"
+    out = tuiapp("trials", str(plan), "--sim", "--sim-speed", "100", "--headless", "--ledger", str(ledger),
+                 timeout_s=240)
+    assert out.returncode == 0, out.stdout[-3000:]  # the baseline ran: the search's failures are results
+    rows = {r["name"]: r for r in json.loads(ledger.read_text())}
+    assert set(rows) == {"baseline", "mem-fraction-static=0.3,cuda-graph-max-bs-decoed=off",
+                         "mem-fraction-static=0.3,cuda-graph-max-bs-decoed=64",
+                         "mem-fraction-static=0.88,cuda-graph-max-bs-decoed=64"}
+    for name in ("mem-fraction-static=0.3,cuda-graph-max-bs-decoed=64", "mem-fraction-static=0.88,cuda-graph-max-bs-decoed=64"):
+        assert rows[name]["status"] == "preflight" and "--cuda-graph-max-bs-decoed" in rows[name]["first_error"]
+    failed = rows["mem-fraction-static=0.3,cuda-graph-max-bs-decoed=off"]
+    assert failed["status"] not in ("ok", "preflight") and failed["first_error"] and failed["rank"] is None
+    assert rows["baseline"]["rank"] == 1 and rows["baseline"]["vs_best"] == "best"
