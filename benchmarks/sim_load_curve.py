@@ -33,6 +33,9 @@ import psutil
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from app_cpu import tree_cpu_s  # noqa: E402
 
 from tuiapp.sim.process import SimProcess, free_port  # noqa: E402
 
@@ -131,21 +134,6 @@ async def open_loop(port: int, rate: float, seconds: float, input_tokens: int, o
     achieved = sent / (time.monotonic() - t0)
     await asyncio.gather(*tasks)
     return res, achieved
-
-
-def tree_cpu_s(pid: int) -> float:
-    try:
-        root = psutil.Process(pid)
-        procs = [root, *root.children(recursive=True)]
-    except psutil.Error:
-        return 0.0
-    total = 0.0
-    for p in procs:
-        try:
-            total += sum(p.cpu_times()[:2])
-        except psutil.Error:
-            pass
-    return total
 
 
 def log_stats(text: str) -> tuple[int, int]:

@@ -14,7 +14,6 @@ the values to the events.
 from __future__ import annotations
 
 import re
-import threading
 from typing import Any
 
 from prometheus_client import (
@@ -32,7 +31,6 @@ from tuiapp.events import (
     GpuSample,
     Note,
     PointDone,
-    ReplaySeek,
     RequestDone,
     RunDone,
     ServerInfo,
@@ -75,7 +73,6 @@ class MetricsEndpoint:
         self._trial = _NO_TRIAL
         self._phase: dict[str, str] = {}  # trial -> its last phase
         self._incidents: dict[int, tuple[str, ...]] = {}  # alert_id -> its info labels
-        self._lock = threading.Lock()
 
     @property
     def url(self) -> str:
@@ -212,8 +209,7 @@ class MetricsEndpoint:
             self._point(event)
         elif isinstance(event, Note):
             self.notes.labels(event.level).inc()
-        elif isinstance(event, ReplaySeek):
-            pass  # counters only grow; a seek in replay is shown by the dashboard, not here
+        # a ReplaySeek changes nothing here: counters only grow; the dashboard shows the seek
 
     def _request(self, e: RequestDone) -> None:
         trial = self._trial
@@ -260,17 +256,16 @@ class MetricsEndpoint:
     def _alert(self, e: Alert) -> None:
         ranks = ",".join(str(r) for r in e.ranks)
         labels = (str(e.alert_id), e.alert_kind, e.severity, ranks, e.message[:_MESSAGE_CHARS])
-        with self._lock:
-            old = self._incidents.get(e.alert_id)
-            if old is None:
-                self.incidents.labels(e.alert_kind, e.severity).inc()
-            elif old != labels:
-                self.incident_info.remove(*old)
-            seen = set(old[3].split(",")) if old is not None and old[3] else set()
-            for rank in e.ranks:
-                if str(rank) not in seen:
-                    self.incident_ranks.labels(e.alert_kind, str(rank)).inc()
-            self._incidents[e.alert_id] = labels
+        old = self._incidents.get(e.alert_id)
+        if old is None:
+            self.incidents.labels(e.alert_kind, e.severity).inc()
+        elif old != labels:
+            self.incident_info.remove(*old)
+        seen = set(old[3].split(",")) if old is not None and old[3] else set()
+        for rank in e.ranks:
+            if str(rank) not in seen:
+                self.incident_ranks.labels(e.alert_kind, str(rank)).inc()
+        self._incidents[e.alert_id] = labels
         self.incident_info.labels(*labels).set(1)
 
     def _trial_state(self, e: TrialState) -> None:

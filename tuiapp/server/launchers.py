@@ -217,7 +217,7 @@ def _shell(argv: list[str], depth: int) -> Launcher | NotChecked:
     prog = os.path.basename(argv[0])
     i = 1
     while i < len(argv) and argv[i].startswith("-"):
-        if argv[i] == "-c" or (argv[i].startswith("-") and not argv[i].startswith("--") and "c" in argv[i][1:]):
+        if not argv[i].startswith("--") and "c" in argv[i][1:]:  # -c, -lc, -ec...
             if i + 1 >= len(argv):
                 return NotChecked(f"{prog} -c has no command text")
             return _in_text(argv[i + 1], f"{prog} -c", depth)
