@@ -32,6 +32,7 @@ from tuiapp.sim import textgen
 from tuiapp.sim.model import (
     CLIP_MAX_NEW_TOKENS,
     IDLE_BYTES_PER_S,
+    INGRESS_S,
     INIT_NEW_TOKEN_RATIO,
     MIN_NEW_TOKEN_RATIO,
     NEW_TOKEN_RATIO_DECAY,
@@ -92,7 +93,7 @@ class SimRequest:
         "stops", "walk", "completion_tokens", "output_ids", "text", "pending", "spec_verify_ct",
         "correct_drafts", "proposed_drafts", "finish_reason", "sink", "t_arrive", "t_first",
         "t_last", "t_done", "sampler", "retractions", "aborted", "itl_s", "streaming",
-        "t_admit", "resumed",
+        "t_admit", "resumed", "t_ready",
     )
 
     def __init__(self, rid: str, prompt_ids: list[int], max_new: int, ignore_eos: bool,
@@ -123,6 +124,7 @@ class SimRequest:
         self.itl_s: list[float] = []
         self.streaming = streaming
         self.t_admit = 0.0  # first admission into a prefill batch (queue_time = t_admit - t_arrive)
+        self.t_ready = 0.0  # when the tokenizer manager's serial stage hands it to the scheduler
         self.resumed = False  # retracted: its next prefill recomputes input + output so far
 
     @property
@@ -169,6 +171,7 @@ class Scheduler:
         self.wake = asyncio.Event()
         self.hung = False
         self.n_submitted = 0
+        self.ingress_free_s = 0.0  # when the serial hand-over stage (model.INGRESS_S) is next free
         self.radix = RadixCache()
         self.new_token_ratio = INIT_NEW_TOKEN_RATIO
         self.active_gpus = farm.select(range(plan.world_size))
@@ -214,6 +217,8 @@ class Scheduler:
             req.sampler = AcceptSampler(self.seed * 1_000_003 + self.n_submitted, self.plan.accept_p, self.plan.spec_num_steps)
         self.n_submitted += 1
         req.t_arrive = self.clock()
+        req.t_ready = max(req.t_arrive, self.ingress_free_s) + INGRESS_S * self.step_s / self.plan.step_s
+        self.ingress_free_s = req.t_ready
         self.waiting.append(req)
         self.wake.set()
 
@@ -304,8 +309,12 @@ class Scheduler:
                 self._prefill_done(batch, new_tokens)
                 last_batch = -1
                 continue
-            if not self.running:  # only aborted requests were waiting
-                continue
+            if not self.running:
+                head = next((r for r in self.waiting if not r.aborted), None)
+                if head is not None:  # still in the hand-over stage: the scheduler sees it then
+                    await self._sleep_until(head.t_ready)
+                    deadline = None
+                continue  # (else only aborted requests were waiting)
             batch_n = len(self.running)
             if batch_n != last_batch:
                 self._gpu_load("decode", batch_n)
@@ -350,6 +359,8 @@ class Scheduler:
             if r.aborted:
                 self.waiting.popleft()
                 continue
+            if r.t_ready > now:  # not handed over yet (FIFO: nor is anything behind it)
+                break
             total = r.prompt_tokens + (r.completion_tokens if r.resumed else 0)
             cached = 0
             if self.radix_cache and not r.resumed and r.prompt_tokens > 1:

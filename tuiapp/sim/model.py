@@ -90,6 +90,12 @@ DRAFT_STEP_MS = 4.8
 BATCH_GROWTH = 0.0025
 PREFILL_BASE_S = 0.060
 PREFILL_PER_TOKEN_S = 0.00004
+# SGLang's tokenizer manager hands requests to the scheduler one at a time (tokenize, pickle,
+# ZMQ send: a serial stage in the HTTP process), so a burst reaches an idle scheduler spread
+# out and its first request is prefilled alone. The real 0.5.23 CPU server splits a burst of
+# 8 sent within 0.2 ms as 1 + 7 (docs/simulator.md). Without this stage the simulator batched
+# a burst whole or split it by the client's sub-millisecond timing.
+INGRESS_S = 0.0005
 SPEC_PREFILL_EXTRA_S = 0.006
 ACCEPT_P = 0.81
 
