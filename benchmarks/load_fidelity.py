@@ -4,12 +4,14 @@
     .venv/bin/python benchmarks/load_fidelity.py --target real --venv /tmp/tuiapp-sglang-cpu/venv
         [--concurrency 1,4,16] [--rates 2,4] [--runs 2] [--tokens 32] [--url URL]
 
-At every load point, interleaved in one run (the order alternates point by point):
-``tuiapp attach URL --headless --sweep KIND=V --runs R --summary F`` (a subprocess, as a user
-runs it), and the independent client of this file (stdlib asyncio, raw HTTP/1.1 with its own
-chunked-transfer and SSE parsing, its own Poisson arrivals) with the same workload: /generate
-streams of the reference prompts, ``--tokens`` output tokens (ignore_eos), one warm-up
-request, no cache flush. Both pool a point's runs the same way:
+At every load point, interleaved run by run (the order alternates run by run and point by
+point, so drift on a shared box falls on both alike): one run of
+``tuiapp attach URL --headless --sweep KIND=V --runs 1 --record F`` (a subprocess, as a user
+runs it), and one run of the independent client of this file (stdlib asyncio, raw HTTP/1.1
+with its own chunked-transfer and SSE parsing, its own Poisson arrivals), each with a fresh
+connection pool and one warm-up request, the same workload: /generate streams of the reference
+prompts, ``--tokens`` output tokens (ignore_eos), no cache flush. Before the first point both
+clients run one discarded round (the server's own warm-up). Both pool a point's runs alike:
 
     aggregate output tok/s = completion tokens / sum of run wall times (first send to last finish)
     TTFT p50 = median over the point's requests of (first output chunk - send)
@@ -21,7 +23,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -114,10 +118,46 @@ async def _read_all(reader: asyncio.StreamReader):
         yield data
 
 
+async def poll_metrics(host: str, port: int, every_s: float) -> None:
+    """GET /metrics every ``every_s``, as tuiapp's poller does while it measures: on a CPU-bound
+    server the scrape is work the server does, so both clients should ask it of the server."""
+    reader, writer = await asyncio.open_connection(host, port)
+    try:
+        while True:
+            writer.write(b"GET /metrics HTTP/1.1\r\nHost: %s\r\n\r\n" % host.encode())
+            await writer.drain()
+            await reader.readline()
+            headers = {}
+            while (line := await reader.readline()) not in (b"\r\n", b""):
+                k, _, v = line.decode().partition(":")
+                headers[k.strip().lower()] = v.strip()
+            if headers.get("transfer-encoding") == "chunked":
+                async for _ in _read_chunked(reader):
+                    pass
+            else:
+                await reader.readexactly(int(headers.get("content-length", "0")))
+            await asyncio.sleep(every_s - time.monotonic() % every_s)  # on a grid, as tuiapp's ticks
+    finally:
+        writer.close()
+
+
 async def independent_run(url: str, *, concurrency: int | None, rate: float | None, requests: int, tokens: int,
-                          seed: int, offset: int) -> tuple[list[dict], float]:
+                          seed: int, offset: int, metrics_every_s: float = 0.0) -> tuple[list[dict], float]:
     u = urlsplit(url)
     host, port = u.hostname, u.port
+    poller = asyncio.ensure_future(poll_metrics(host, port, metrics_every_s)) if metrics_every_s > 0 else None
+    try:
+        return await _independent_run(host, port, concurrency=concurrency, rate=rate, requests=requests,
+                                      tokens=tokens, seed=seed, offset=offset)
+    finally:
+        if poller is not None:
+            poller.cancel()
+            with contextlib.suppress(BaseException):
+                await poller
+
+
+async def _independent_run(host: str, port: int, *, concurrency: int | None, rate: float | None, requests: int,
+                           tokens: int, seed: int, offset: int) -> tuple[list[dict], float]:
     prompts = [PROMPTS[(offset + i) % len(PROMPTS)] for i in range(requests)]
     t_start = time.perf_counter()
     if rate is None:
@@ -142,39 +182,53 @@ async def independent_run(url: str, *, concurrency: int | None, rate: float | No
     return results, time.perf_counter() - t_start
 
 
-def independent_point(url: str, *, concurrency: int | None, rate: float | None, runs: int, requests: int,
-                      tokens: int, point: int) -> dict:
+def independent_one(url: str, *, concurrency: int | None, rate: float | None, requests: int,
+                    tokens: int, metrics_every_s: float = 0.0) -> tuple[list[dict], float]:
+    """One run on its own event loop and connections, after one warm-up request, as tuiapp does."""
     async def whole() -> tuple[list[dict], float]:
-        """One event loop for the point, so its connections are kept from run to run."""
         _IDLE.clear()
         await one_request(urlsplit(url).hostname, urlsplit(url).port, PROMPTS[0], min(tokens, 32))  # warm-up
-        reqs, wall = [], 0.0
-        for r in range(runs):
-            got, w = await independent_run(url, concurrency=concurrency, rate=rate, requests=requests,
-                                           tokens=tokens, seed=r, offset=1 + r * requests)
-            reqs += got
-            wall += w
-        for _, writer in _IDLE:
-            writer.close()
-        return reqs, wall
+        try:
+            return await independent_run(url, concurrency=concurrency, rate=rate, requests=requests,
+                                         tokens=tokens, seed=0, offset=1, metrics_every_s=metrics_every_s)
+        finally:
+            for _, writer in _IDLE:
+                writer.close()
 
     reqs, wall = asyncio.run(whole())
-    good = [x for x in reqs if x["ok"]]
-    return {"output_tok_s": sum(x["tokens"] for x in good) / wall,
-            "ttft_p50_ms": statistics.median(x["ttft_s"] for x in good) * 1000, "errors": len(reqs) - len(good)}
+    return [{"ok": x["ok"], "ttft_s": x.get("ttft_s"), "tokens": x.get("tokens", 0)} for x in reqs], wall
 
 
-def tuiapp_point(url: str, *, kind: str, value: float, runs: int, requests: int, tokens: int, out: Path) -> dict:
-    summary = out / f"{kind}-{value:g}.json"
+def tuiapp_one(url: str, *, kind: str, value: float, requests: int, tokens: int, out: Path,
+               extra: list[str] = ()) -> tuple[list[dict], float]:
+    """One run of ``tuiapp attach`` (its run 0: prompts 1.., arrival seed 0, as the independent
+    client's); the requests and the run's wall time from its recording."""
+    record = out / "run.jsonl"
     cmd = [sys.executable, "-m", "tuiapp", "attach", url, "--headless", "--telemetry", "off",
-           "--sweep", f"{kind}={value:g}", "--runs", str(runs), "--requests-per-run", str(requests),
-           "--max-new-tokens", str(tokens), "--no-flush-cache", "--warmup", "1", "--summary", str(summary)]
+           "--sweep", f"{kind}={value:g}", "--runs", "1", "--requests-per-run", str(requests),
+           "--max-new-tokens", str(tokens), "--no-flush-cache", "--warmup", "1", "--record", str(record), *extra]
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=900)
     if proc.returncode != 0:
         raise RuntimeError(f"tuiapp attach failed: {proc.stderr[-500:]}")
-    (p,) = json.loads(summary.read_text())["points"]
-    return {"output_tok_s": p["output_tok_s"], "ttft_p50_ms": p["ttft_p50_ms"], "errors": p["errors"],
-            "achieved": p.get("achieved_request_rate")}
+    reqs, wall = [], None
+    for line in record.read_text().splitlines():
+        ev = json.loads(line)
+        if ev.get("kind") == "request":
+            reqs.append({"ok": ev["ok"], "ttft_s": ev["ttft_s"], "tokens": ev["completion_tokens"] or 0})
+        elif ev.get("kind") == "run":
+            wall = ev["duration_s"]
+    if wall is None:
+        raise RuntimeError("tuiapp attach recorded no run")
+    return reqs, wall
+
+
+def pooled(runs: list[tuple[list[dict], float]]) -> dict:
+    good = [x for reqs, _ in runs for x in reqs if x["ok"] and x["ttft_s"] is not None]
+    wall = sum(w for _, w in runs)
+    return {"output_tok_s": sum(x["tokens"] for x in good) / wall,
+            "ttft_p50_ms": statistics.median(x["ttft_s"] for x in good) * 1000,
+            "errors": sum(len(reqs) for reqs, _ in runs) - len(good),
+            "run_tok_s": [sum(x["tokens"] for x in reqs if x["ok"]) / w for reqs, w in runs]}
 
 
 def main() -> int:
@@ -188,6 +242,11 @@ def main() -> int:
     ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--requests-per-concurrency", type=int, default=4, help="requests a run = this x concurrency")
     ap.add_argument("--rate-seconds", type=float, default=8.0, help="an open-loop run is rate x this requests")
+    ap.add_argument("--pin", choices=["auto", "off"], default="auto",
+                    help="real target: the server on the upper half of the CPUs, both clients on the rest")
+    ap.add_argument("--metrics-every-s", type=float, default=1.0,
+                    help="the independent client scrapes /metrics this often, as tuiapp's poller does (0: never)")
+    ap.add_argument("--tuiapp-args", default="", help="more options for tuiapp attach (a diagnosis)")
     args = ap.parse_args()
     server = None
     out = Path(tempfile.mkdtemp(prefix="load_fidelity_"))
@@ -203,7 +262,15 @@ def main() -> int:
 
         from tuiapp.server.ports import free_port
 
-        server = RealServer(Path(args.venv), out / "real.log", free_port())
+        cpus = sorted(os.sched_getaffinity(0))
+        server_cpus = cpus[len(cpus) // 2:] if args.pin == "auto" and len(cpus) >= 2 else None
+        if server_cpus:
+            # A CPU-bound server and a client on the same cores measure each other's CPU use:
+            # tuiapp (a whole process) takes more than the stdlib client, and the server's
+            # TTFT moved by milliseconds with it. Apart, only the measuring differs.
+            os.sched_setaffinity(0, cpus[:len(cpus) // 2])  # tuiapp's subprocess inherits it
+            print(f"pinned: server on CPUs {server_cpus}, clients on {cpus[:len(cpus) // 2]}", flush=True)
+        server = RealServer(Path(args.venv), out / "real.log", free_port(), cpus=server_cpus)
         server.wait_ready()
         url = server.url
     points = [("concurrency", float(c)) for c in args.concurrency.split(",") if c] + \
@@ -212,24 +279,32 @@ def main() -> int:
     try:
         print(f"target: {args.target} ({url}); {args.runs} runs per point, {args.tokens} output tokens, "
               "reference prompts, /generate", flush=True)
-        print(f"{'point':>14s} {'client':>12s} {'output tok/s':>13s} {'TTFT p50 ms':>12s}", flush=True)
-        for k, (kind, value) in enumerate(points):
+
+        def one(who: str, kind: str, value: float) -> tuple[list[dict], float]:
             conc = int(value) if kind == "concurrency" else None
             rate = value if kind == "request_rate" else None
             requests = conc * args.requests_per_concurrency if conc else max(8, round(value * args.rate_seconds))
-            order = ["tuiapp", "independent"] if k % 2 == 0 else ["independent", "tuiapp"]
-            got = {}
-            for who in order:
-                if who == "tuiapp":
-                    got[who] = tuiapp_point(url, kind=kind.replace("_", "-"), value=value, runs=args.runs,
-                                            requests=requests, tokens=args.tokens, out=out)
-                else:
-                    got[who] = independent_point(url, concurrency=conc, rate=rate, runs=args.runs,
-                                                 requests=requests, tokens=args.tokens, point=k)
-            label = f"c={conc}" if conc else f"{value:g} req/s"
+            if who == "tuiapp":
+                return tuiapp_one(url, kind=kind.replace("_", "-"), value=value, requests=requests,
+                                  tokens=args.tokens, out=out, extra=args.tuiapp_args.split())
+            return independent_one(url, concurrency=conc, rate=rate, requests=requests, tokens=args.tokens,
+                                   metrics_every_s=args.metrics_every_s)
+
+        for who in ("tuiapp", "independent"):  # the server's warm-up, not counted
+            one(who, *points[0])
+        print(f"{'point':>14s} {'client':>12s} {'output tok/s':>13s} {'TTFT p50 ms':>12s}  runs' tok/s", flush=True)
+        for k, (kind, value) in enumerate(points):
+            runs: dict[str, list] = {"tuiapp": [], "independent": []}
+            for r in range(args.runs):
+                order = ["tuiapp", "independent"] if (k + r) % 2 == 0 else ["independent", "tuiapp"]
+                for who in order:
+                    runs[who].append(one(who, kind, value))
+            got = {who: pooled(v) for who, v in runs.items()}
+            label = f"c={int(value)}" if kind == "concurrency" else f"{value:g} req/s"
             for who in ("tuiapp", "independent"):
                 g = got[who]
-                print(f"{label:>14s} {who:>12s} {g['output_tok_s']:13.1f} {g['ttft_p50_ms']:12.1f}"
+                print(f"{label:>14s} {who:>12s} {g['output_tok_s']:13.1f} {g['ttft_p50_ms']:12.1f}  "
+                      + " ".join(f"{x:.0f}" for x in g["run_tok_s"])
                       + (f"  errors={g['errors']}" if g["errors"] else ""), flush=True)
             d_out = 100 * (got["tuiapp"]["output_tok_s"] / got["independent"]["output_tok_s"] - 1)
             d_ttft = 100 * (got["tuiapp"]["ttft_p50_ms"] / got["independent"]["ttft_p50_ms"] - 1)

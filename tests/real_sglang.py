@@ -90,14 +90,22 @@ def kill_tree(pids: list[int], sig: int = signal.SIGKILL) -> None:
 class RealServer:
     """One real server in its own process group, its merged output in ``log_path``."""
 
-    def __init__(self, venv_path: Path, log_path: Path, port: int, *extra: str) -> None:
+    def __init__(self, venv_path: Path, log_path: Path, port: int, *extra: str,
+                 cpus: list[int] | None = None) -> None:
+        """``cpus``: run the whole server (its children inherit it) on these CPUs alone."""
         self.port = port
         self.url = f"http://127.0.0.1:{port}"
         self.log_path = log_path
         self.argv = server_argv(venv_path, port, *extra)
         self._log = open(log_path, "wb")
+        env = server_env()
+        if cpus:
+            cpu_list = ",".join(map(str, cpus))
+            # the CPU engine binds its OpenMP threads to the cores it lists (else 0..N-1)
+            env.update(SGLANG_CPU_OMP_THREADS_BIND=cpu_list, OMP_NUM_THREADS=str(len(cpus)))
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.DEVNULL, stdout=self._log,
-                                     stderr=subprocess.STDOUT, env=server_env(), start_new_session=True)
+                                     stderr=subprocess.STDOUT, env=env, start_new_session=True,
+                                     preexec_fn=(lambda: os.sched_setaffinity(0, cpus)) if cpus else None)
         self.pids: list[int] = [self.proc.pid]
 
     @property

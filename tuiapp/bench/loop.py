@@ -43,6 +43,7 @@ from tuiapp.bench.points import (
     point_event,
     point_summary,
 )
+from tuiapp.bench.run_events import request_event, run_event
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.bench.workload import Prompt, build
 from tuiapp.common import stats
@@ -52,7 +53,6 @@ from tuiapp.events import (
     BenchSummary,
     Note,
     PointDone,
-    RequestDone,
     RunDone,
     RunFigures,
 )
@@ -300,13 +300,13 @@ class BenchLoop:
 
         async def one(req_index: int) -> bool:
             """One request of the run; False when the run was stopped or restarted."""
-            res = await self._request(client, on_cancel=lambda i=req_index: self.publish(_request_event(
+            res = await self._request(client, on_cancel=lambda i=req_index: self.publish(request_event(
                 run_index, i, RequestResult(error="cancelled: stopped by tuiapp", cancelled=True))),
                 sends_s=sends_s)
             if generation != self._generation:
                 return False
             done.append(res)
-            self.publish(_request_event(run_index, req_index, res))
+            self.publish(request_event(run_index, req_index, res))
             if res.numerical_fault:
                 self._nan_count += 1
                 self.publish(
@@ -347,7 +347,7 @@ class BenchLoop:
         if generation != self._generation or self._stop.is_set() and len(done) < k:
             return None  # a restarted or stopped run is not a run
         self._run_index += 1
-        run = _run_event(run_index, done, wall_s, p.concurrency, self.trial)
+        run = run_event(run_index, done, wall_s, p.concurrency, self.trial)
         if p.request_rate is not None or self._point_index:
             run = run.model_copy(update={"request_rate": p.request_rate, "point_index": self._point_index})
         tally.add_run(done, wall_s, run.output_tok_s, sends_s if p.request_rate is not None else None, dues_s)
@@ -584,56 +584,6 @@ class _StopNow(Exception):
 
 class _WarmupFailed(Exception):
     """Every warm-up request failed: the loop ends instead of failing every run."""
-
-
-def _request_event(run_index: int, req_index: int, r: RequestResult) -> RequestDone:
-    return RequestDone(
-        run_index=run_index,
-        request_index=req_index,
-        ok=r.ok,
-        error=r.error,
-        prompt_tokens=r.prompt_tokens,
-        completion_tokens=r.completion_tokens,
-        ttft_s=r.ttft_s,
-        itl_s=r.itl_s,
-        e2e_s=r.e2e_s,
-        decode_tok_s=r.decode_tok_s,
-        chunks=r.chunks or None,
-        tokens_per_chunk=r.tokens_per_chunk,
-        chunk_gap_mean_s=r.chunk_gap_mean_s,
-        accept_length=r.accept_length,
-        accept_rate=r.accept_rate,
-        spec_verify_ct=r.spec_verify_ct,
-        finish_reason=r.finish_reason,
-        numerical_fault=r.numerical_fault,
-        cancelled=r.cancelled,
-    )
-
-
-def _run_event(run_index: int, done: list[RequestResult], wall_s: float, concurrency: int, trial: str | None) -> RunDone:
-    good = [r for r in done if r.ok]
-    failed = [r for r in done if not r.ok and not r.cancelled]
-    decode = [d for r in good if (d := r.decode_tok_s) is not None]
-    tokens = sum(r.completion_tokens or 0 for r in good)
-    verify = sum(r.spec_verify_ct or 0 for r in good if r.accept_length is not None)
-    spec_tokens = sum(r.completion_tokens or 0 for r in good if r.spec_verify_ct and r.accept_length is not None)
-    rates = [r.accept_rate for r in good if r.accept_rate is not None]
-    return RunDone(
-        run_index=run_index,
-        requests=len(done),
-        errors=len(failed),
-        first_error=failed[0].error if failed else None,
-        concurrency=concurrency,
-        duration_s=wall_s,
-        decode_tok_s=stats.mean(decode),
-        output_tok_s=tokens / wall_s if good and wall_s > 0 else None,
-        ttft_s=stats.mean([r.ttft_s for r in good if r.ttft_s is not None]),
-        itl_s=stats.mean([i for r in good if (i := r.itl_s) is not None]),
-        # token-weighted, as the server computes it: tokens / verify steps over the run
-        accept_length=spec_tokens / verify if verify else stats.mean([r.accept_length for r in good if r.accept_length is not None]),
-        accept_rate=stats.mean(rates),
-        trial=trial,
-    )
 
 
 def _pool_size(s: BenchSettings) -> int:

@@ -1,0 +1,57 @@
+"""The bus events of the benchmark loop's measurements: one request, one run."""
+
+from __future__ import annotations
+
+from tuiapp.bench.client import RequestResult
+from tuiapp.common import stats
+from tuiapp.events import RequestDone, RunDone
+
+
+def request_event(run_index: int, req_index: int, r: RequestResult) -> RequestDone:
+    return RequestDone(
+        run_index=run_index,
+        request_index=req_index,
+        ok=r.ok,
+        error=r.error,
+        prompt_tokens=r.prompt_tokens,
+        completion_tokens=r.completion_tokens,
+        ttft_s=r.ttft_s,
+        itl_s=r.itl_s,
+        e2e_s=r.e2e_s,
+        decode_tok_s=r.decode_tok_s,
+        chunks=r.chunks or None,
+        tokens_per_chunk=r.tokens_per_chunk,
+        chunk_gap_mean_s=r.chunk_gap_mean_s,
+        accept_length=r.accept_length,
+        accept_rate=r.accept_rate,
+        spec_verify_ct=r.spec_verify_ct,
+        finish_reason=r.finish_reason,
+        numerical_fault=r.numerical_fault,
+        cancelled=r.cancelled,
+    )
+
+
+def run_event(run_index: int, done: list[RequestResult], wall_s: float, concurrency: int, trial: str | None) -> RunDone:
+    good = [r for r in done if r.ok]
+    failed = [r for r in done if not r.ok and not r.cancelled]
+    decode = [d for r in good if (d := r.decode_tok_s) is not None]
+    tokens = sum(r.completion_tokens or 0 for r in good)
+    verify = sum(r.spec_verify_ct or 0 for r in good if r.accept_length is not None)
+    spec_tokens = sum(r.completion_tokens or 0 for r in good if r.spec_verify_ct and r.accept_length is not None)
+    rates = [r.accept_rate for r in good if r.accept_rate is not None]
+    return RunDone(
+        run_index=run_index,
+        requests=len(done),
+        errors=len(failed),
+        first_error=failed[0].error if failed else None,
+        concurrency=concurrency,
+        duration_s=wall_s,
+        decode_tok_s=stats.mean(decode),
+        output_tok_s=tokens / wall_s if good and wall_s > 0 else None,
+        ttft_s=stats.mean([r.ttft_s for r in good if r.ttft_s is not None]),
+        itl_s=stats.mean([i for r in good if (i := r.itl_s) is not None]),
+        # token-weighted, as the server computes it: tokens / verify steps over the run
+        accept_length=spec_tokens / verify if verify else stats.mean([r.accept_length for r in good if r.accept_length is not None]),
+        accept_rate=stats.mean(rates),
+        trial=trial,
+    )
