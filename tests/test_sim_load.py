@@ -110,6 +110,19 @@ async def test_step_cost_grows_with_batch_and_batching_still_raises_throughput()
     assert any("#running-req: 16," in line for line in rig.log.lines if line.startswith("Decode batch"))
 
 
+async def test_a_burst_reaches_the_scheduler_one_at_a_time_and_its_head_is_prefilled_alone() -> None:
+    # as the real 0.5.23 CPU server split 8 requests sent within 0.2 ms: 1 + 7
+    rig = Rig()
+    reqs = [rig.request(prompt(20, 1000 + 100 * i), 8) for i in range(8)]
+    await rig.drive(reqs)
+    prefills = [line for line in rig.log.lines if line.startswith("Prefill batch")]
+    assert [re.search(r"#new-seq: (\d+),", line).group(1) for line in prefills] == ["1", "7"]
+    ready = [r.t_ready - r.t_arrive for r in reqs]
+    assert ready == pytest.approx([model.INGRESS_S * (i + 1) for i in range(8)])
+    head_ttft = reqs[0].t_first - reqs[0].t_arrive
+    assert all(r.t_first - r.t_arrive > head_ttft + model.PREFILL_BASE_S for r in reqs[1:])
+
+
 async def test_prefill_cost_grows_with_input_length_and_chunks() -> None:
     ttft = {}
     for n in (100, 4000, 20000):
