@@ -5,6 +5,7 @@ loop a task and a self-pipe wake-up)."""
 
 from __future__ import annotations
 
+import asyncio
 import sys
 
 import orjson
@@ -63,3 +64,23 @@ async def test_stream_stopped_at_done_keeps_its_connection(end_gap_s):
     assert seen["conns"] == (3 if end_gap_s and end_gap_s > DONE_GRACE_S else 1)
     # every generator of the read was closed by the reader, none left to the loop
     assert [getattr(a, "__qualname__", a) for a in finalized] == []
+
+
+async def test_bytes_that_come_while_the_reader_awaits_are_parsed_without_another_read():
+    # the reader holds a piece and awaits something else (as the client does after [DONE]);
+    # the next chunk comes meanwhile and then the server goes quiet: that chunk must come out
+    # without waiting for more bytes (it waited for the next read, here 30 s away)
+    head = b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+    reply = [head + _chunk(b"data: a\n\n"), 0.01, _chunk(b"data: b\n\n"), 30.0, b"0\r\n\r\n"]
+    server, url, _ = await serve([reply])
+    try:
+        async with make_client(Timeouts(), api_key=None, concurrency=1) as client:
+            async with client.stream("POST", url + "/generate", content=b"{}") as resp:
+                pieces = resp.aiter_raw()
+                assert await pieces.__anext__() == b"data: a\n\n"
+                await asyncio.sleep(0.3)  # "b" is in the socket now
+                # a liveness bound, not a speed figure: without the fix nothing comes for 30 s
+                assert await asyncio.wait_for(pieces.__anext__(), 10.0) == b"data: b\n\n"
+                await pieces.aclose()
+    finally:
+        server.close()

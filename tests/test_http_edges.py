@@ -151,6 +151,7 @@ class _FedConn:
     def __init__(self, pieces: list[bytes]) -> None:
         self.buf = bytearray()
         self.closed = False
+        self.reads = 0  # reads that brought bytes, as _Conn counts them
         self._pieces = list(pieces)
 
     async def more(self) -> None:
@@ -158,6 +159,7 @@ class _FedConn:
             self.closed = True
             raise httpx.RemoteProtocolError("server closed the connection")
         self.buf += self._pieces.pop(0)
+        self.reads += 1
 
     def set_defer(self, *_a, **_k) -> None:
         pass

@@ -378,6 +378,8 @@ class _Body(httpx.AsyncByteStream):
                     yield data
                 if conn.closed:
                     break
+                if conn.buf:  # came while the reader held the last piece (it awaited)
+                    continue
                 try:
                     await conn.more()
                 except httpx.RemoteProtocolError:
@@ -389,6 +391,7 @@ class _Body(httpx.AsyncByteStream):
     async def _dechunk(self, conn: _Conn) -> AsyncIterator[bytes]:
         buf = conn.buf
         while True:
+            reads = conn.reads
             out = []
             pos = 0
             done = False
@@ -464,6 +467,10 @@ class _Body(httpx.AsyncByteStream):
                 return
             if line_pending and len(buf) > _MAX_HEAD_BYTES:
                 raise httpx.RemoteProtocolError("chunk size line too long")
+            if conn.reads != reads:
+                # bytes came while the reader held the pieces (it awaited something, e.g. a
+                # body's end after [DONE]): parse them now, not after the next read
+                continue
             await conn.more()
 
     async def aclose(self) -> None:
