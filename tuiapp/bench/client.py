@@ -321,6 +321,7 @@ def _error_text(body: bytes) -> str:
 
 
 DONE_GRACE_S = 0.25
+_TIMEOUT_CM = getattr(asyncio, "timeout", None)  # Python 3.11+
 
 
 async def _body_end(events) -> None:
@@ -334,8 +335,13 @@ async def _body_end(events) -> None:
             pass
 
     try:
-        await asyncio.wait_for(drain(), DONE_GRACE_S)
-    except asyncio.TimeoutError:
+        if _TIMEOUT_CM is not None:
+            # no task of its own: the end is usually in already and nothing waits at all
+            async with _TIMEOUT_CM(DONE_GRACE_S):
+                await drain()
+        else:
+            await asyncio.wait_for(drain(), DONE_GRACE_S)
+    except (asyncio.TimeoutError, TimeoutError):
         pass
 
 
