@@ -143,7 +143,14 @@ async def _connect(host: str, port: int) -> _Conn:
     return _Conn(sock)
 
 
+SEND_COST_S = 0.0  # --independent-send-cost-ms: CPU work before each send, as a heavier client's
+
+
 async def one_request(host: str, port: int, prompt: str, tokens: int, fresh: bool = False) -> dict:
+    if SEND_COST_S:
+        t = time.perf_counter()
+        while time.perf_counter() - t < SEND_COST_S:  # busy, as a client building a request is
+            pass
     body = json.dumps({"text": prompt, "stream": True, "sampling_params": {
         "max_new_tokens": tokens, "temperature": 0, "ignore_eos": True}}).encode()
     data = (b"POST /generate HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
@@ -349,8 +356,13 @@ def main() -> int:
                     help="real target: the server on the upper half of the CPUs, both clients on the rest")
     ap.add_argument("--metrics-every-s", type=float, default=1.0,
                     help="the independent client scrapes /metrics this often, as tuiapp's poller does (0: never)")
+    ap.add_argument("--independent-send-cost-ms", type=float, default=0.0,
+                    help="busy-wait this long before each of the independent client's sends (what"
+                         " tuiapp's per-request work does to a burst's spread)")
     ap.add_argument("--tuiapp-args", default="", help="more options for tuiapp attach (a diagnosis)")
     args = ap.parse_args()
+    global SEND_COST_S
+    SEND_COST_S = args.independent_send_cost_ms / 1000
     server = None
     out = Path(tempfile.mkdtemp(prefix="load_fidelity_"))
     if args.url:
