@@ -179,7 +179,6 @@ async def one_request(host: str, port: int, prompt: str, tokens: int, fresh: boo
         return {"ok": False}
     chunked = headers.get("transfer-encoding") == "chunked"
     body_buf, sse, ttft, n, last, done = bytearray(rest), b"", None, None, None, False
-    first_text = None  # bench_serving's TTFT: the first chunk with text (a token may decode to none yet)
     while True:
         # everything complete in what has arrived so far carries the stamp of the piece that completed it
         events: list[bytes] = []
@@ -208,8 +207,6 @@ async def one_request(host: str, port: int, prompt: str, tokens: int, fresh: boo
                     continue
                 obj = json.loads(line[6:])
                 n = (obj.get("meta_info") or {}).get("completion_tokens", n)
-                if first_text is None and obj.get("text"):
-                    first_text = stamp - t0
                 if ttft is None and n:
                     ttft = stamp - t0
                 last = stamp
@@ -224,8 +221,7 @@ async def one_request(host: str, port: int, prompt: str, tokens: int, fresh: boo
         _IDLE.append(conn)
     else:
         conn.close()
-    return {"ok": ttft is not None and n is not None, "ttft_s": ttft, "tokens": n or 0, "end_s": last, "t0": t0,
-            "first_text_s": first_text}
+    return {"ok": ttft is not None and n is not None, "ttft_s": ttft, "tokens": n or 0, "end_s": last, "t0": t0}
 
 
 async def poll_metrics(host: str, port: int, every_s: float) -> None:

@@ -33,11 +33,20 @@ def panel(pid: int, title: str, kind: str, grid: tuple[int, int, int, int], targ
     return p
 
 
+def row(pid: int, title: str, y: int) -> dict:
+    return {"id": pid, "type": "row", "title": title, "collapsed": False,
+            "gridPos": {"x": 0, "y": y, "w": 24, "h": 1}, "panels": []}
+
+
+# a table of one series' labels: the sample's own columns say nothing
+HIDE_META_COLUMNS = [{"id": "organize", "options": {"excludeByName": {
+    "Time": True, "Value": True, "__name__": True, "job": True, "instance": True}}}]
+
+
 def build() -> dict:
     q = '{trial=~"$trial"}'
     panels = [
-        {"id": 1, "type": "row", "title": "Trial in progress", "collapsed": False,
-         "gridPos": {"x": 0, "y": 0, "w": 24, "h": 1}, "panels": []},
+        row(1, "Trial in progress", 0),
         panel(2, "Trial timeline", "state-timeline", (0, 1, 16, 6),
               [target("tuiapp_trial_live", "{{trial}}", "A")],
               description="1 while tuiapp launches or measures the trial (tuiapp_trial_live)",
@@ -49,11 +58,8 @@ def build() -> dict:
         panel(3, "Trial phase", "table", (16, 1, 8, 6),
               [target("tuiapp_trial_phase_info == 1", "", "A", instant=True, fmt="table")],
               description="The phase each trial is in or ended in (tuiapp_trial_phase_info)",
-              transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True,
-                                                                                "__name__": True, "job": True,
-                                                                                "instance": True}}}]),
-        {"id": 4, "type": "row", "title": "Throughput and latency (client side, tuiapp)", "collapsed": False,
-         "gridPos": {"x": 0, "y": 7, "w": 24, "h": 1}, "panels": []},
+              transformations=HIDE_META_COLUMNS),
+        row(4, "Throughput and latency (client side, tuiapp)", 7),
         panel(5, "Decode tok/s per run", "timeseries", (0, 8, 8, 8),
               [target(f"tuiapp_decode_tokens_per_second{q}", "{{trial}}", "A"),
                target(f"tuiapp_decode_tokens_per_second_mean{q}", "{{trial}} mean", "B")], unit="short",
@@ -91,8 +97,7 @@ def build() -> dict:
                target(f"tuiapp_point_goodput_ratio{q}", "", "C", instant=True, fmt="table")],
               description="One row per trial and load point of a sweep (--sweep, --request-rate)",
               transformations=[{"id": "merge", "options": {}}]),
-        {"id": 11, "type": "row", "title": "Incidents", "collapsed": False,
-         "gridPos": {"x": 0, "y": 29, "w": 24, "h": 1}, "panels": []},
+        row(11, "Incidents", 29),
         panel(12, "Incidents by kind", "timeseries", (0, 30, 8, 8),
               [target("sum by (kind) (increase(tuiapp_incidents_total[5m]))", "{{kind}}", "A"),
                target("sum by (kind) (increase(tuiapp_incident_ranks_total[5m]))", "{{kind}} rank-hits", "B")],
@@ -100,11 +105,8 @@ def build() -> dict:
         panel(13, "Incidents (kind, ranks, message)", "table", (8, 30, 16, 8),
               [target("tuiapp_incident_info", "", "A", instant=True, fmt="table")],
               description="One row per incident tuiapp flagged, with the ranks it reached and its message",
-              transformations=[{"id": "organize", "options": {"excludeByName": {"Time": True, "Value": True,
-                                                                                "__name__": True, "job": True,
-                                                                                "instance": True}}}]),
-        {"id": 14, "type": "row", "title": "GPUs", "collapsed": False,
-         "gridPos": {"x": 0, "y": 38, "w": 24, "h": 1}, "panels": []},
+              transformations=HIDE_META_COLUMNS),
+        row(14, "GPUs", 38),
         panel(15, "GPU memory used", "timeseries", (0, 39, 8, 8),
               [target("tuiapp_gpu_memory_used_bytes", "tuiapp GPU {{gpu}}", "A"),
                target("DCGM_FI_DEV_FB_USED * 1048576", "dcgm GPU {{gpu}} {{Hostname}}", "B")], unit="bytes"),
