@@ -137,7 +137,7 @@ def build_payload(api: ApiName, prompt: Prompt, settings: BenchSettings, model: 
     return orjson.dumps(body)
 
 
-def make_client(timeouts: Timeouts, *, api_key: str | None, concurrency: int) -> httpx.AsyncClient:
+def make_client(timeouts: Timeouts, *, api_key: str | None, concurrency: int) -> BenchClient:
     """The one client a loop reuses: keep-alive pool sized to the concurrency."""
     headers = {"content-type": "application/json", "accept-encoding": "identity"}
     if api_key:
@@ -145,8 +145,8 @@ def make_client(timeouts: Timeouts, *, api_key: str | None, concurrency: int) ->
     # httpx's read timeout is a backstop; the loop's watchdog enforces first-token/stall.
     read_s = max(timeouts.first_token_s, timeouts.stall_s) + 5.0
     pool = concurrency + 4
-    return httpx.AsyncClient(
-        transport=LeanTransport(
+    return BenchClient(
+        LeanTransport(
             connect_timeout_s=timeouts.connect_s,
             max_idle=max(pool, 256),
             limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
@@ -155,6 +155,39 @@ def make_client(timeouts: Timeouts, *, api_key: str | None, concurrency: int) ->
         timeout=httpx.Timeout(connect=timeouts.connect_s, read=read_s, write=30.0, pool=None),
         trust_env=False,
     )
+
+
+class BenchClient(httpx.AsyncClient):
+    """httpx's client (probes, polls, https, proxies), whose benchmark POSTs to a plain-http
+    server skip httpx's request building (``LeanTransport.post``): a closed loop's burst of
+    sends is then as tight as a lean client's."""
+
+    def __init__(self, lean: LeanTransport, **kwargs: Any) -> None:
+        super().__init__(transport=lean, **kwargs)
+        self.lean = lean
+        self._heads: dict[str, tuple[httpx.URL, bytes | None]] = {}
+
+    async def open_post(self, url: str, payload: bytes) -> tuple[httpx.Response, float | None]:
+        """The response to POSTing ``payload`` (its body a stream, for the caller to close)
+        and when the request's bytes left (None where the transport does not say)."""
+        got = self._heads.get(url)
+        if got is None:
+            parsed = httpx.URL(url)
+            got = self._heads[url] = (parsed, self.lean.post_head(parsed, self.headers))
+        parsed, head = got
+        if head is None:
+            resp = await self.send(self.build_request("POST", parsed, content=payload), stream=True)
+            return resp, resp.request.extensions.get("sent_s")
+        # no read deadline of the transport's: stream_request's watchdog bounds the head and
+        # the body (first token, stall), and two more timers a request cost a burst's sends
+        return await self.lean.post(parsed, head, payload, None)
+
+
+async def _open_post(client: httpx.AsyncClient, url: str, payload: bytes) -> tuple[httpx.Response, float | None]:
+    if isinstance(client, BenchClient):
+        return await client.open_post(url, payload)
+    resp = await client.send(client.build_request("POST", url, content=payload), stream=True)
+    return resp, resp.request.extensions.get("sent_s")
 
 
 class _Spacing:
@@ -234,12 +267,8 @@ async def stream_request(
     res = RequestResult()
     t0 = time.perf_counter()
     progress = _Progress(t0)
-    task = asyncio.ensure_future(_stream(client, url, api, payload, res, progress, t0, expect_tokens))
-    try:
-        verdict = await _watch(task, progress, timeouts)
-    except asyncio.CancelledError:
-        task.cancel()
-        raise
+    verdict = await _watched(_stream(client, url, api, payload, res, progress, t0, expect_tokens), progress,
+                             timeouts)
     if verdict is not None:
         res.ok = False
         res.error = verdict
@@ -248,26 +277,44 @@ async def stream_request(
     return res
 
 
-async def _watch(task: asyncio.Future, progress: _Progress, timeouts: Timeouts) -> str | None:
-    """Wait for the request; cancel it past the first-token or stall limit."""
+async def _watched(coro, progress: _Progress, timeouts: Timeouts) -> str | None:
+    """Run the request in this task; cancel it past the first-token or stall limit (the
+    reason is returned). A timer, not a task of its own with a waiter: a closed loop's burst
+    of requests is sent as fast as the loop gets to them, and a task and a wait per request
+    spread it (see BenchClient)."""
+    task = asyncio.current_task()
+    assert task is not None
+    loop = asyncio.get_running_loop()
     tick_s = min(timeouts.first_token_s, timeouts.stall_s) / 4
-    while True:
-        done, _ = await asyncio.wait({task}, timeout=tick_s)
-        if done:
-            return None
+    reason: list[str] = []
+    handle: asyncio.TimerHandle | None = None
+
+    def check() -> None:
+        nonlocal handle
         idle_s = time.perf_counter() - progress.last_s
         if not progress.started and idle_s > timeouts.first_token_s:
-            reason = f"timeout: no first token after {timeouts.first_token_s:g} s"
+            reason.append(f"timeout: no first token after {timeouts.first_token_s:g} s")
         elif progress.started and idle_s > timeouts.stall_s:
-            reason = f"timeout: stream stalled for {timeouts.stall_s:g} s"
+            reason.append(f"timeout: stream stalled for {timeouts.stall_s:g} s")
         else:
-            continue
+            handle = loop.call_later(tick_s, check)
+            return
+        handle = None
         task.cancel()
-        try:
-            await task
-        except BaseException:  # noqa: BLE001 - the cancellation we asked for
-            pass
-        return reason
+
+    handle = loop.call_later(tick_s, check)
+    try:
+        await coro
+    except asyncio.CancelledError:
+        if not reason:
+            raise
+        uncancel = getattr(task, "uncancel", None)  # 3.11+: the cancel was ours, not the caller's
+        if uncancel is not None:
+            uncancel()
+    finally:
+        if handle is not None:
+            handle.cancel()
+    return reason[0] if reason else None
 
 
 async def _stream(
@@ -281,19 +328,23 @@ async def _stream(
     expect_tokens: int | None = None,
 ) -> None:
     try:
-        async with client.stream("POST", url, content=payload) as resp:
+        resp, sent_s = await _open_post(client, url, payload)
+        try:
             res.http_status = resp.status_code
             if resp.status_code != 200:
                 body = await resp.aread()
                 res.error = f"HTTP {resp.status_code}: {_error_text(body)}"
                 res.error_body = body[:4096].decode("utf-8", "replace")
                 return
-            sent_s = resp.request.extensions.get("sent_s", t0)  # set by LeanTransport
+            if sent_s is None:  # httpx's own transport (https, a proxy): no send stamp
+                sent_s = t0
             spacing = _Spacing(resp, expect_tokens)
             if api == "generate":
                 await _read_generate(resp, res, progress, sent_s, spacing)
             else:
                 await _read_openai(resp, res, progress, sent_s, spacing)
+        finally:
+            await resp.aclose()
     except httpx.ConnectError as exc:
         res.connect_failed = True
         res.error = f"cannot connect: {exc}" if str(exc) else "cannot connect"

@@ -298,6 +298,8 @@ class BenchLoop:
         dues_s: list[float] = []  # open loop: when each arrival was due
         t_start = time.perf_counter()
 
+        call_soon = asyncio.get_running_loop().call_soon
+
         async def one(req_index: int) -> bool:
             """One request of the run; False when the run was stopped or restarted."""
             res = await self._request(client, on_cancel=lambda i=req_index: self.publish(request_event(
@@ -306,20 +308,10 @@ class BenchLoop:
             if generation != self._generation:
                 return False
             done.append(res)
-            self.publish(request_event(run_index, req_index, res))
-            if res.numerical_fault:
-                self._nan_count += 1
-                self.publish(
-                    Alert(
-                        alert_kind="numerical",
-                        message=(
-                            f"request finished with 'NaN happened' (run {run_index}, request {req_index};"
-                            f" {self._nan_count} so far)"
-                        ),
-                        source="bench",
-                        alert_id=NAN_ALERT_ID,  # later NaN finishes update one alert
-                    )
-                )
+            # published on the loop's next pass: a closed loop's next request goes first, with
+            # no work of ours between this response's end and that send (a burst's sends stay
+            # as close together as the responses' ends; see BenchClient)
+            call_soon(self._published, run_index, req_index, res)
             return True
 
         paused_before_s = self._paused_s()
@@ -355,6 +347,22 @@ class BenchLoop:
         self.publish(run)
         self._publish_summary()
         return run
+
+    def _published(self, run_index: int, req_index: int, res: RequestResult) -> None:
+        self.publish(request_event(run_index, req_index, res))
+        if res.numerical_fault:
+            self._nan_count += 1
+            self.publish(
+                Alert(
+                    alert_kind="numerical",
+                    message=(
+                        f"request finished with 'NaN happened' (run {run_index}, request {req_index};"
+                        f" {self._nan_count} so far)"
+                    ),
+                    source="bench",
+                    alert_id=NAN_ALERT_ID,  # later NaN finishes update one alert
+                )
+            )
 
     async def _arrivals(self, p: BenchSettings, k: int, run_index: int, generation: int,
                         one: Callable[[int], Any], dues_s: list[float]) -> list[asyncio.Future]:
