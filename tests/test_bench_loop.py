@@ -79,6 +79,32 @@ async def test_runs_and_summary(server):
     assert [e.state for e in of(events, BenchState)] == ["running", "done"]
 
 
+async def test_closed_loop_sends_the_next_request_before_publishing_the_last(server, monkeypatch):
+    """A finished request's event is built and published after the next request's bytes have
+    left (a burst's sends are not spread by our bookkeeping); the run's event after them all."""
+    from tuiapp.common.lean_transport import LeanTransport
+
+    posts = []
+    real_post = LeanTransport.post
+
+    async def post(self, *args, **kwargs):
+        posts.append(args[0].path)
+        return await real_post(self, *args, **kwargs)
+
+    monkeypatch.setattr(LeanTransport, "post", post)
+    seen = []
+
+    def publish(ev):
+        if isinstance(ev, (RequestDone, RunDone)):
+            seen.append((type(ev).__name__, len(posts)))
+
+    loop = BenchLoop(publish, server.url, settings(runs=1, concurrency=1, requests_per_run=4, max_new_tokens=4))
+    await asyncio.wait_for(loop.run(), 20)
+    assert posts == ["/generate"] * 4  # every benchmark request took the lean path
+    assert seen == [("RequestDone", 2), ("RequestDone", 3), ("RequestDone", 4), ("RequestDone", 4),
+                    ("RunDone", 4)]
+
+
 async def test_warmup_not_counted_and_cache_flushed(server):
     loop, events = await run_loop(server, runs=1, warmup_requests=2, flush_cache=True)
     assert server.requests == 3 and server.flushes == 1
