@@ -9,10 +9,10 @@ sending the next spreads that burst, and TTFT counts from each request's own sen
 of the server's queue a late request spends inside the client is not in its TTFT. A test
 server (tuiapp.sim.testserver's FakeSGLang, in its own process, on its own CPU where there
 are two) holds every /generate request until C are waiting, then answers all C at once
-(2 output tokens, 1 ms apart). Per full round it stamps each request's arrival (perf_counter, one clock
+(``--tokens`` output tokens, ``--step-ms`` apart; the first at once). Per full round it stamps each request's arrival (perf_counter, one clock
 across processes on Linux) and prints:
 
-    lag    = first arrival of the next round - release   (the client's turnaround)
+    lag    = first arrival of the next round - its streams' last token (the client's turnaround)
     spread = last arrival - first arrival of a round     (the burst the server sees)
 
 medians over the rounds of ``--repeats`` runs of each client, interleaved. The clients: ``tuiapp
@@ -42,7 +42,7 @@ import asyncio, json, sys, time
 import orjson
 from tuiapp.sim.testserver import FakeSGLang
 
-gather, port = int(sys.argv[1]), int(sys.argv[2])
+gather, port, step_s = int(sys.argv[1]), int(sys.argv[2]), float(sys.argv[3])
 
 class Gathering(FakeSGLang):
     def __post_init__(self):
@@ -76,7 +76,7 @@ class Gathering(FakeSGLang):
         return await super()._stream(path, req, conn, cut)
 
 async def main():
-    srv = Gathering(prefill_s=0.0, step_s=0.001)
+    srv = Gathering(prefill_s=0.0, step_s=step_s)
     await srv.start(port=port)
     print("ready", flush=True)
     await asyncio.Event().wait()
@@ -85,12 +85,12 @@ asyncio.run(main())
 """
 
 
-def rounds_stats(rounds: list) -> tuple[list[float], list[float]]:
-    """lag (next round's first arrival - this round's release) and spread, in ms."""
+def rounds_stats(rounds: list, last_token_s: float) -> tuple[list[float], list[float]]:
+    """lag (next round's first arrival - this round's last token) and spread, in ms."""
     lags, spreads = [], []
     for (release_s, _), (_, nxt) in zip(rounds, rounds[1:]):
         if min(nxt) > release_s:
-            lags.append(1000 * (min(nxt) - release_s))
+            lags.append(1000 * (min(nxt) - release_s - last_token_s))
     for _, arrivals in rounds:
         spreads.append(1000 * (max(arrivals) - min(arrivals)))
     return lags, spreads
@@ -105,10 +105,12 @@ def main() -> int:
     ap.add_argument("--concurrency", type=int, default=16)
     ap.add_argument("--rounds", type=int, default=40, help="full rounds a run")
     ap.add_argument("--repeats", type=int, default=3)
+    ap.add_argument("--tokens", type=int, default=2, help="output tokens a request")
+    ap.add_argument("--step-ms", type=float, default=1.0, help="between two tokens of a stream")
     args = ap.parse_args()
     c = args.concurrency
     cpus = sorted(os.sched_getaffinity(0))
-    server_cmd = [sys.executable, "-c", SERVER, str(c), str(port := free_port())]
+    server_cmd = [sys.executable, "-c", SERVER, str(c), str(port := free_port()), str(args.step_ms / 1000)]
     if len(cpus) >= 2:
         server_cmd = ["taskset", "-c", str(cpus[-1]), *server_cmd]
         os.sched_setaffinity(0, cpus[:-1])  # the clients (and tuiapp's subprocess) on the rest
@@ -124,21 +126,21 @@ def main() -> int:
             if who == "tuiapp":
                 cmd = [sys.executable, "-m", "tuiapp", "attach", url, "--headless", "--telemetry", "off",
                        "--concurrency", str(c), "--runs", "1", "--requests-per-run", str(requests),
-                       "--max-new-tokens", "2", "--no-flush-cache", "--warmup", "1",
+                       "--max-new-tokens", str(args.tokens), "--no-flush-cache", "--warmup", "1",
                        "--record", str(out / "run.jsonl")]
                 p = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
                 if p.returncode != 0:
                     raise RuntimeError(f"tuiapp attach failed: {p.stderr[-500:]}")
             else:
-                independent_one(url, concurrency=c, rate=None, requests=requests, tokens=2, metrics_every_s=1.0)
-            lags, spreads = rounds_stats(httpx.get(url + "/burst_stats").json())
+                independent_one(url, concurrency=c, rate=None, requests=requests, tokens=args.tokens, metrics_every_s=1.0)
+            lags, spreads = rounds_stats(httpx.get(url + "/burst_stats").json(), (args.tokens - 1) * args.step_ms / 1000)
             got[who][0].extend(lags)
             got[who][1].extend(spreads)
 
         for r in range(args.repeats):
             for who in (("tuiapp", "independent") if r % 2 == 0 else ("independent", "tuiapp")):
                 run(who)
-        print(f"concurrency {c}, {args.rounds} rounds x {args.repeats} runs each (medians; p90 in brackets)")
+        print(f"concurrency {c}, {args.tokens} tokens {args.step_ms:g} ms apart, {args.rounds} rounds x {args.repeats} runs each (medians; p90 in brackets)")
         print(f"{'client':>12s} {'lag ms':>14s} {'spread ms':>16s} {'per send us':>12s}")
         for who, (lags, spreads) in got.items():
             q = lambda xs: (statistics.median(xs), statistics.quantiles(xs, n=10)[-1])  # noqa: E731

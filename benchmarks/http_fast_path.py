@@ -11,6 +11,9 @@ alternating base and head (ABBA) so drift hits both alike, medians printed with 
   tuiapp.sim.testserver on the other CPU): tokens per CPU-second;
 * the chunked parser alone: 20,000 one-event SSE chunks through the transport's decoder in
   64 KiB reads, nanoseconds per chunk (best of 30 in each round: the box's load inflates the rest);
+* short requests: the same loop at concurrency 16, 3,200 requests of 2 tokens: CPU microseconds
+  per request (what each request costs the client beside its tokens: sending, the watchdog,
+  the response's head and end, its event);
 * a poll: the session's poll client (``async_client``: the lean transport and its prebuilt
   request) GETting the test server's /metrics 3,000 times: CPU microseconds per poll.
 """
@@ -61,8 +64,10 @@ wire = (b"%x\\r\\n" % len(event) + event + b"\\r\\n") * 20000 + b"0\\r\\n\\r\\n"
 class Fed:
     def __init__(self):
         self.buf, self.closed, self.left = bytearray(), False, [wire[i:i + 65536] for i in range(0, len(wire), 65536)]
+        self.reads = 0
     async def more(self):
         self.buf += self.left.pop(0)
+        self.reads += 1
     def set_defer(self, *a, **k):
         pass
 async def once():
@@ -109,6 +114,7 @@ def main() -> None:
     tok: dict[str, list[float]] = {"base": [], "head": []}
     poll: dict[str, list[float]] = {"base": [], "head": []}
     parse: dict[str, list[float]] = {"base": [], "head": []}
+    short: dict[str, list[float]] = {"base": [], "head": []}
     try:
         for i in range(args.rounds):
             order = list(trees.items())
@@ -117,11 +123,15 @@ def main() -> None:
                 if r["errors"]:
                     raise SystemExit(f"{name}: {r['errors']} request errors")
                 tok[name].append(r["tokens"] / r["cpu_s"])
+                r = run_in(tree, INNER, srv.url, "generate", "16", "3200", "2", cpu=client_cpu)
+                if r["errors"]:
+                    raise SystemExit(f"{name}: {r['errors']} request errors")
+                short[name].append(r["cpu_s"] / 3200 * 1e6)
                 r = run_in(tree, POLL, srv.url, "3000", cpu=client_cpu)
                 poll[name].append(r["cpu_s"] / r["polls"] * 1e6)
                 parse[name].append(run_in(tree, PARSE, cpu=client_cpu)["ns_per_chunk"])
                 print(f"{name}: {tok[name][-1]:,.0f} tokens per CPU-second, {poll[name][-1]:.0f} us CPU per poll, "
-                      f"{parse[name][-1]:.0f} ns per chunk parsed", flush=True)
+                      f"{parse[name][-1]:.0f} ns per chunk parsed, {short[name][-1]:.0f} us CPU per short request", flush=True)
     finally:
         srv.stop()
     t_base, t_head = statistics.median(tok["base"]), statistics.median(tok["head"])
@@ -129,6 +139,8 @@ def main() -> None:
     print(f"\nbase {base[:10]} vs head, medians of {args.rounds} ABBA rounds:")
     print(f"  one client core: {t_base:,.0f} -> {t_head:,.0f} tokens per CPU-second (head/base {t_head / t_base:.3f})")
     print(f"  poll:            {p_base:.0f} -> {p_head:.0f} us CPU per poll (head/base {p_head / p_base:.3f})")
+    s_base, s_head = statistics.median(short["base"]), statistics.median(short["head"])
+    print(f"  short request:   {s_base:.0f} -> {s_head:.0f} us CPU per request (head/base {s_head / s_base:.3f})")
     c_base, c_head = min(parse["base"]), min(parse["head"])
     print(f"  chunk parse:     {c_base:.0f} -> {c_head:.0f} ns per chunk, best of all rounds (head/base {c_head / c_base:.3f})")
     pairs = [h / b for b, h in zip(tok["base"], tok["head"], strict=True)]
