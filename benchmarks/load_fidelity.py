@@ -157,10 +157,18 @@ async def one_request(host: str, port: int, prompt: str, tokens: int, fresh: boo
         "max_new_tokens": tokens, "temperature": 0, "ignore_eos": True}}).encode()
     data = (b"POST /generate HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n" % (host.encode(), len(body)) + body)
+    while _IDLE and _IDLE[-1].closed:  # the server closed it while it was idle
+        _IDLE.pop()
     reused = bool(_IDLE) and not fresh
     conn = _IDLE.pop() if reused else await _connect(host, port)
     t0 = time.time()  # when the bytes leave, as tuiapp counts (the stamps' clock: CLOCK_REALTIME)
-    conn.write(data)
+    try:
+        conn.write(data)
+    except OSError:
+        conn.close()
+        if reused:  # closed under us between the check and the send: once more on a fresh one
+            return await one_request(host, port, prompt, tokens, fresh=True)
+        return {"ok": False}
     raw = bytearray()
     while b"\r\n\r\n" not in raw:
         got = await conn.piece()

@@ -51,9 +51,15 @@ async def one(host: str, port: int, prompt: str, tokens: int) -> dict:
         "max_new_tokens": tokens, "temperature": 0, "ignore_eos": True}}).encode()
     data = (b"POST /generate HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
             b"Content-Length: %d\r\n\r\n" % (host.encode(), len(body)) + body)
+    while lf._IDLE and lf._IDLE[-1].closed:  # the server closed it while it was idle
+        lf._IDLE.pop()
     conn = lf._IDLE.pop() if lf._IDLE else await lf._connect(host, port)
     rec: dict = {"send": time.time()}
-    conn.write(data)
+    try:
+        conn.write(data)
+    except OSError:
+        conn.close()
+        return rec
     raw = bytearray()
     while b"\r\n\r\n" not in raw:
         got = await conn.piece()
