@@ -120,3 +120,32 @@ def test_client_pool_fits_the_concurrency():
     https = transport.routed._transport(None)
     assert https._pool._max_connections >= 300
     assert https._pool._max_keepalive_connections >= 300
+
+
+async def test_bench_post_is_written_straight_and_keeps_the_connection():
+    """A benchmark POST skips httpx's request building: the client's headers once per URL,
+    the length per request, one connection kept across requests; https is httpx's."""
+    from tuiapp.bench.client import make_client
+    from tuiapp.bench.settings import Timeouts
+
+    server, url, seen = await serve([CHUNKED, CHUNKED])
+    async with make_client(Timeouts(), api_key="k1", concurrency=1) as client:
+        head = client.lean.post_head(httpx.URL(url + "/generate?x=1"), client.headers)
+        lines = head.split(b"\r\n")
+        assert lines[0] == b"POST /generate?x=1 HTTP/1.1"
+        names = [ln.split(b":")[0].lower() for ln in lines[1:] if ln]
+        assert b"authorization" in names and b"host" in names
+        assert b"content-length" not in names and b"connection" not in names
+        for body in (b'{"k": 2}', b'{"k": 33}'):
+            resp, sent_s = await client.open_post(url + "/generate?x=1", body)
+            try:
+                assert resp.status_code == 200 and sent_s is not None
+                got = b"".join([p async for p in resp.aiter_raw()])
+            finally:
+                await resp.aclose()
+            assert got == BODY
+        assert client.lean.post_head(httpx.URL("https://example.invalid/generate"), client.headers) is None
+    server.close()
+    assert seen["conns"] == 1
+    assert seen["requests"] == [(b"POST /generate?x=1 HTTP/1.1", b'{"k": 2}'),
+                                (b"POST /generate?x=1 HTTP/1.1", b'{"k": 33}')]
