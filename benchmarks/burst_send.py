@@ -23,13 +23,11 @@ its metrics poller) and load_fidelity.py's stdlib client (scraping /metrics once
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import httpx
@@ -88,7 +86,7 @@ asyncio.run(main())
 def rounds_stats(rounds: list, last_token_s: float) -> tuple[list[float], list[float]]:
     """lag (next round's first arrival - this round's last token) and spread, in ms."""
     lags, spreads = [], []
-    for (release_s, _), (_, nxt) in zip(rounds, rounds[1:]):
+    for (release_s, _), (_, nxt) in zip(rounds, rounds[1:], strict=False):
         if min(nxt) > release_s:
             lags.append(1000 * (min(nxt) - release_s - last_token_s))
     for _, arrivals in rounds:

@@ -189,6 +189,7 @@ async def one_request(host: str, port: int, prompt: str, tokens: int, fresh: boo
         return {"ok": False}
     chunked = headers.get("transfer-encoding") == "chunked"
     body_buf, sse, ttft, n, last, done = bytearray(rest), b"", None, None, None, False
+    server: dict = {}
     while True:
         # everything complete in what has arrived so far carries the stamp of the piece that completed it
         events: list[bytes] = []
@@ -215,10 +216,14 @@ async def one_request(host: str, port: int, prompt: str, tokens: int, fresh: boo
                 line = line.strip()
                 if not line.startswith(b"data: ") or line == b"data: [DONE]":
                     continue
-                obj = json.loads(line[6:])
-                n = (obj.get("meta_info") or {}).get("completion_tokens", n)
+                meta = json.loads(line[6:]).get("meta_info") or {}
+                n = meta.get("completion_tokens", n)
                 if ttft is None and n:
                     ttft = stamp - t0
+                    # SGLang's own stamps (wall clock, as ours), for real_ttft_parts.py
+                    server["sent_ts"] = meta.get("response_sent_to_client_ts")
+                if "request_received_ts" in meta:
+                    server["received_ts"] = meta["request_received_ts"]
                 last = stamp
         if done:
             break
@@ -231,7 +236,8 @@ async def one_request(host: str, port: int, prompt: str, tokens: int, fresh: boo
         _IDLE.append(conn)
     else:
         conn.close()
-    return {"ok": ttft is not None and n is not None, "ttft_s": ttft, "tokens": n or 0, "end_s": last, "t0": t0}
+    return {"ok": ttft is not None and n is not None, "ttft_s": ttft, "tokens": n or 0, "end_s": last, "t0": t0,
+            **server}
 
 
 async def poll_metrics(host: str, port: int, every_s: float) -> None:

@@ -10,7 +10,7 @@ point, in three ways interleaved run by run.
   at-start  the same scrapes, the first at the run's first send (load_fidelity.py's client before)
   none      no scrapes
 
-SGLang's /generate chunks carry its own wall-clock stamps (``request_received_ts`` in the last
+load_fidelity.py's client keeps SGLang's own stamps: its /generate chunks carry its own wall-clock stamps (``request_received_ts`` in the last
 chunk: when the tokenizer manager took the request; ``response_sent_to_client_ts`` in the
 first: when it sent the first token). Client and server share the machine's clock, so each
 request's TTFT (client send to the kernel's arrival stamp of the first token) splits into
@@ -28,12 +28,10 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import os
 import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -45,70 +43,6 @@ sys.path.insert(0, str(Path(__file__).parent))
 import load_fidelity as lf  # noqa: E402
 
 
-async def one(host: str, port: int, prompt: str, tokens: int) -> dict:
-    """One /generate stream, as load_fidelity's client sends and reads it, keeping the server's stamps."""
-    body = json.dumps({"text": prompt, "stream": True, "sampling_params": {
-        "max_new_tokens": tokens, "temperature": 0, "ignore_eos": True}}).encode()
-    data = (b"POST /generate HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\n"
-            b"Content-Length: %d\r\n\r\n" % (host.encode(), len(body)) + body)
-    while lf._IDLE and lf._IDLE[-1].closed:  # the server closed it while it was idle
-        lf._IDLE.pop()
-    conn = lf._IDLE.pop() if lf._IDLE else await lf._connect(host, port)
-    rec: dict = {"send": time.time()}
-    try:
-        conn.write(data)
-    except OSError:
-        conn.close()
-        return rec
-    raw = bytearray()
-    while b"\r\n\r\n" not in raw:
-        got = await conn.piece()
-        if got is None:
-            return rec
-        stamp, piece = got
-        raw += piece
-    _, _, rest = bytes(raw).partition(b"\r\n\r\n")
-    buf, sse, done = bytearray(rest), b"", False
-    while True:
-        events = []
-        while True:
-            eol = buf.find(b"\r\n")
-            if eol < 0:
-                break
-            size = int(bytes(buf[:eol]).split(b";")[0].strip() or b"0", 16)
-            if size == 0:
-                done = buf.find(b"\r\n", eol + 2) >= 0
-                break
-            if len(buf) < eol + 4 + size:
-                break
-            events.append(bytes(buf[eol + 2:eol + 2 + size]))
-            del buf[:eol + 4 + size]
-        for chunk in events:
-            sse += chunk
-            while b"\n" in sse:
-                line, sse = sse.split(b"\n", 1)
-                line = line.strip()
-                if not line.startswith(b"data: ") or line == b"data: [DONE]":
-                    continue
-                meta = json.loads(line[6:]).get("meta_info") or {}
-                if "first_s" not in rec and meta.get("completion_tokens"):
-                    rec["first_s"], rec["sent_ts"] = stamp, meta.get("response_sent_to_client_ts")
-                if meta.get("request_received_ts"):
-                    rec["received_ts"] = meta["request_received_ts"]
-        if done:
-            break
-        got = await conn.piece()
-        if got is None:
-            break
-        stamp, piece = got
-        buf += piece
-    if done:
-        lf._IDLE.append(conn)
-    else:
-        conn.close()
-    return rec
-
-
 def run(url: str, way: str, concurrency: int, tokens: int, requests: int) -> list[dict]:
     async def whole() -> list[dict]:
         lf._IDLE.clear()
@@ -116,7 +50,7 @@ def run(url: str, way: str, concurrency: int, tokens: int, requests: int) -> lis
         poller = None
         if way == "early":
             poller = asyncio.ensure_future(lf.poll_metrics(u.hostname, u.port, 1.0))
-        await one(u.hostname, u.port, lf.PROMPTS[0], tokens)  # warm-up
+        await lf.one_request(u.hostname, u.port, lf.PROMPTS[0], tokens)  # warm-up
         if way == "at-start":
             poller = asyncio.ensure_future(lf.poll_metrics(u.hostname, u.port, 1.0))
         prompts = iter(enumerate(lf.PROMPTS[(1 + i) % len(lf.PROMPTS)] for i in range(requests)))
@@ -124,7 +58,7 @@ def run(url: str, way: str, concurrency: int, tokens: int, requests: int) -> lis
 
         async def worker() -> None:
             for i, p in prompts:
-                out[i] = await one(u.hostname, u.port, p, tokens)
+                out[i] = await lf.one_request(u.hostname, u.port, p, tokens)
 
         try:
             await asyncio.gather(*(worker() for _ in range(concurrency)))
@@ -170,11 +104,12 @@ def main() -> int:
     print(f"real SGLang CPU server, concurrency {c}, {args.runs} runs x {8 * c} requests x {args.tokens} tokens each way")
     print(f"{'way':>9s} {'TTFT p50':>9s} {'first burst p50':>16s} {'intake':>8s} {'server':>8s} {'return':>8s}  (ms; parts: means)")
     for w, runs in got.items():
-        reqs = [x for rs in runs for x in rs if "first_s" in x and "received_ts" in x and x.get("sent_ts")]
-        first = [1000 * (x["first_s"] - x["send"]) for rs in runs for x in rs[:c] if "first_s" in x]
-        ttft = [1000 * (x["first_s"] - x["send"]) for x in reqs]
+        reqs = [dict(x, first_s=x["t0"] + x["ttft_s"]) for rs in runs for x in rs
+                if x["ok"] and x.get("received_ts") and x.get("sent_ts")]
+        first = [1000 * x["ttft_s"] for rs in runs for x in rs[:c] if x["ok"]]
+        ttft = [1000 * x["ttft_s"] for x in reqs]
         parts = [statistics.fmean(1000 * (x[b] - x[a]) for x in reqs)
-                 for a, b in (("send", "received_ts"), ("received_ts", "sent_ts"), ("sent_ts", "first_s"))]
+                 for a, b in (("t0", "received_ts"), ("received_ts", "sent_ts"), ("sent_ts", "first_s"))]
         print(f"{w:>9s} {statistics.median(ttft):9.1f} {statistics.median(first):16.1f} "
               + " ".join(f"{p:8.2f}" for p in parts))
     return 0

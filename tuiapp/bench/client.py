@@ -29,7 +29,7 @@ import orjson
 
 from tuiapp.bench.settings import ApiName, BenchSettings, Timeouts
 from tuiapp.bench.workload import Prompt
-from tuiapp.common.lean_transport import STREAM_WAKE_S, LeanTransport
+from tuiapp.common.lean_transport import STREAM_WAKE_S, LeanTransport, take_back_cancel
 
 NAN_MATCH = "NaN happened"
 STREAM_CUT = "stream ended before the request finished"
@@ -308,9 +308,7 @@ async def _watched(coro, progress: _Progress, timeouts: Timeouts) -> str | None:
     except asyncio.CancelledError:
         if not reason:
             raise
-        uncancel = getattr(task, "uncancel", None)  # 3.11+: the cancel was ours, not the caller's
-        if uncancel is not None:
-            uncancel()
+        take_back_cancel(task)
     finally:
         if handle is not None:
             handle.cancel()

@@ -68,6 +68,15 @@ def _stamped(sock: socket.socket) -> bool:
     return True
 
 
+def take_back_cancel(task: asyncio.Task) -> None:
+    """After catching a CancelledError that our own timer caused: Python 3.11+ counts a task's
+    pending cancels (asyncio.timeout and TaskGroup read the count), so the one we made is
+    taken back; the caller's own cancels stay counted. 3.10 keeps no count."""
+    undo = getattr(task, "uncancel", None)
+    if undo is not None:
+        undo()
+
+
 async def _within(coro, timeout_s: float | None):
     """``await coro`` in this task, cancelled past ``timeout_s`` (TimeoutError then).
 
@@ -90,9 +99,7 @@ async def _within(coro, timeout_s: float | None):
     except asyncio.CancelledError:
         if not expired:
             raise
-        uncancel = getattr(task, "uncancel", None)  # 3.11+: the cancel was ours, not the caller's
-        if uncancel is not None:
-            uncancel()
+        take_back_cancel(task)
         raise asyncio.TimeoutError from None
     finally:
         handle.cancel()
