@@ -87,7 +87,8 @@ async def paired(url: str, pairs: int, tokens: int) -> list[dict]:
     one independent request, alternating which goes first, so both see the same load."""
     import asyncio
 
-    from tuiapp.bench.client import build_payload, make_client, stream_request
+    from tuiapp.bench.client import build_payload, stream_request
+    from tuiapp.bench.http_client import make_client
     from tuiapp.bench.settings import BenchSettings
     from tuiapp.bench.workload import Prompt
 

@@ -4,7 +4,8 @@ import asyncio
 
 import pytest
 
-from tuiapp.bench.client import make_client, stream_request
+from tuiapp.bench.client import stream_request
+from tuiapp.bench.http_client import make_client
 from tuiapp.bench.loop import BenchLoop
 from tuiapp.bench.settings import BenchSettings, Timeouts
 from tuiapp.events import Alert, BenchState, BenchSummary, Note, RequestDone, RunDone

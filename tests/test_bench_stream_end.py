@@ -12,7 +12,8 @@ import orjson
 import pytest
 from test_bench_transport import serve
 
-from tuiapp.bench.client import DONE_GRACE_S, make_client, stream_request
+from tuiapp.bench.client import DONE_GRACE_S, stream_request
+from tuiapp.bench.http_client import make_client
 from tuiapp.bench.settings import Timeouts
 
 N_TOKENS = 5

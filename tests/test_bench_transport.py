@@ -110,7 +110,7 @@ async def test_truncated_body_and_refused_connection():
 def test_client_pool_fits_the_concurrency():
     # httpx ignores AsyncClient(limits=...) once a transport is given: the transport
     # must carry them, or https above 100 streams queues inside TTFT
-    from tuiapp.bench.client import make_client
+    from tuiapp.bench.http_client import make_client
     from tuiapp.bench.settings import Timeouts
 
     client = make_client(Timeouts(), api_key=None, concurrency=300)
@@ -125,7 +125,7 @@ def test_client_pool_fits_the_concurrency():
 async def test_bench_post_is_written_straight_and_keeps_the_connection():
     """A benchmark POST skips httpx's request building: the client's headers once per URL,
     the length per request, one connection kept across requests; https is httpx's."""
-    from tuiapp.bench.client import make_client
+    from tuiapp.bench.http_client import make_client
     from tuiapp.bench.settings import Timeouts
 
     server, url, seen = await serve([CHUNKED, CHUNKED])

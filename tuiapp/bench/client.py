@@ -27,9 +27,10 @@ from typing import Any
 import httpx
 import orjson
 
+from tuiapp.bench.http_client import open_post
 from tuiapp.bench.settings import ApiName, BenchSettings, Timeouts
 from tuiapp.bench.workload import Prompt
-from tuiapp.common.lean_transport import STREAM_WAKE_S, LeanTransport, take_back_cancel
+from tuiapp.common.lean_transport import STREAM_WAKE_S, take_back_cancel
 
 NAN_MATCH = "NaN happened"
 STREAM_CUT = "stream ended before the request finished"
@@ -137,59 +138,6 @@ def build_payload(api: ApiName, prompt: Prompt, settings: BenchSettings, model: 
     return orjson.dumps(body)
 
 
-def make_client(timeouts: Timeouts, *, api_key: str | None, concurrency: int) -> BenchClient:
-    """The one client a loop reuses: keep-alive pool sized to the concurrency."""
-    headers = {"content-type": "application/json", "accept-encoding": "identity"}
-    if api_key:
-        headers["authorization"] = f"Bearer {api_key}"
-    # httpx's read timeout is a backstop; the loop's watchdog enforces first-token/stall.
-    read_s = max(timeouts.first_token_s, timeouts.stall_s) + 5.0
-    pool = concurrency + 4
-    return BenchClient(
-        LeanTransport(
-            connect_timeout_s=timeouts.connect_s,
-            max_idle=max(pool, 256),
-            limits=httpx.Limits(max_connections=pool, max_keepalive_connections=pool),
-        ),
-        headers=headers,
-        timeout=httpx.Timeout(connect=timeouts.connect_s, read=read_s, write=30.0, pool=None),
-        trust_env=False,
-    )
-
-
-class BenchClient(httpx.AsyncClient):
-    """httpx's client (probes, polls, https, proxies), whose benchmark POSTs to a plain-http
-    server skip httpx's request building (``LeanTransport.post``): a closed loop's burst of
-    sends is then as tight as a lean client's."""
-
-    def __init__(self, lean: LeanTransport, **kwargs: Any) -> None:
-        super().__init__(transport=lean, **kwargs)
-        self.lean = lean
-        self._heads: dict[str, tuple[httpx.URL, bytes | None]] = {}
-
-    async def open_post(self, url: str, payload: bytes) -> tuple[httpx.Response, float | None]:
-        """The response to POSTing ``payload`` (its body a stream, for the caller to close)
-        and when the request's bytes left (None where the transport does not say)."""
-        got = self._heads.get(url)
-        if got is None:
-            parsed = httpx.URL(url)
-            got = self._heads[url] = (parsed, self.lean.post_head(parsed, self.headers))
-        parsed, head = got
-        if head is None:
-            resp = await self.send(self.build_request("POST", parsed, content=payload), stream=True)
-            return resp, resp.request.extensions.get("sent_s")
-        # no read deadline of the transport's: stream_request's watchdog bounds the head and
-        # the body (first token, stall), and two more timers a request cost a burst's sends
-        return await self.lean.post(parsed, head, payload, None)
-
-
-async def _open_post(client: httpx.AsyncClient, url: str, payload: bytes) -> tuple[httpx.Response, float | None]:
-    if isinstance(client, BenchClient):
-        return await client.open_post(url, payload)
-    resp = await client.send(client.build_request("POST", url, content=payload), stream=True)
-    return resp, resp.request.extensions.get("sent_s")
-
-
 class _Spacing:
     """How far apart to read the stream (the lean transport's spaced reads): at once before
     the first token, so TTFT is exact; then every ``STREAM_WAKE_S``; and once the end is due
@@ -281,7 +229,7 @@ async def _watched(coro, progress: _Progress, timeouts: Timeouts) -> str | None:
     """Run the request in this task; cancel it past the first-token or stall limit (the
     reason is returned). A timer, not a task of its own with a waiter: a closed loop's burst
     of requests is sent as fast as the loop gets to them, and a task and a wait per request
-    spread it (see BenchClient)."""
+    spread it (see bench/http_client.py)."""
     task = asyncio.current_task()
     assert task is not None
     loop = asyncio.get_running_loop()
@@ -326,7 +274,7 @@ async def _stream(
     expect_tokens: int | None = None,
 ) -> None:
     try:
-        resp, sent_s = await _open_post(client, url, payload)
+        resp, sent_s = await open_post(client, url, payload)
         try:
             res.http_status = resp.status_code
             if resp.status_code != 200:

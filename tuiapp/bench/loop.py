@@ -32,23 +32,23 @@ from tuiapp.bench.client import (
     STREAM_CUT,
     RequestResult,
     build_payload,
-    make_client,
     stream_request,
 )
+from tuiapp.bench.http_client import make_client
 from tuiapp.bench.points import (
     GOOD_SHARE,
     PointTally,
+    load_text,
     max_load,
     next_probe,
     point_event,
     point_summary,
 )
-from tuiapp.bench.run_events import request_event, run_event
+from tuiapp.bench.run_events import nan_alert, request_event, run_event
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.bench.workload import Prompt, build
 from tuiapp.common import stats
 from tuiapp.events import (
-    Alert,
     BenchState,
     BenchSummary,
     Note,
@@ -61,7 +61,6 @@ Publish = Callable[[Any], None]
 
 _BACKOFF_S = (0.5, 1.0, 2.0, 4.0, 8.0)
 DEFAULT_POINT_RUNS = 3  # a sweep's or search's runs per point when --runs is not given
-NAN_ALERT_ID = 4_000_001  # fixed: the bench's one numerical-fault alert
 
 
 class BenchLoop:
@@ -215,7 +214,7 @@ class BenchLoop:
         tally = PointTally()
         runs = point.runs if point.runs is not None else (DEFAULT_POINT_RUNS if total > 1 or search else None)
         if total > 1 or search:
-            self._note("info", f"load point {index + 1}{'' if search else f' of {total}'}: {_load_text(point)}"
+            self._note("info", f"load point {index + 1}{'' if search else f' of {total}'}: {load_text(point)}"
                                f", {runs} run(s)")
         self._finished = False
         while not self._stop.is_set():
@@ -310,7 +309,7 @@ class BenchLoop:
             done.append(res)
             # published on the loop's next pass: a closed loop's next request goes first, with
             # no work of ours between this response's end and that send (a burst's sends stay
-            # as close together as the responses' ends; see BenchClient)
+            # as close together as the responses' ends; see bench/http_client.py)
             call_soon(self._published, run_index, req_index, res)
             return True
 
@@ -352,17 +351,7 @@ class BenchLoop:
         self.publish(request_event(run_index, req_index, res))
         if res.numerical_fault:
             self._nan_count += 1
-            self.publish(
-                Alert(
-                    alert_kind="numerical",
-                    message=(
-                        f"request finished with 'NaN happened' (run {run_index}, request {req_index};"
-                        f" {self._nan_count} so far)"
-                    ),
-                    source="bench",
-                    alert_id=NAN_ALERT_ID,  # later NaN finishes update one alert
-                )
-            )
+            self.publish(nan_alert(run_index, req_index, self._nan_count))
 
     async def _arrivals(self, p: BenchSettings, k: int, run_index: int, generation: int,
                         one: Callable[[int], Any], dues_s: list[float]) -> list[asyncio.Future]:
@@ -603,11 +592,3 @@ def _pool_size(s: BenchSettings) -> int:
     if s.find_max_load:
         return 1024
     return int(max([s.concurrency, *(s.sweep_values if s.sweep == "concurrency" else ())]))
-
-
-def _load_text(p: BenchSettings) -> str:
-    if p.request_rate is None:
-        return f"concurrency {p.concurrency}"
-    cap = f", at most {p.max_concurrency} in flight" if p.max_concurrency else ""
-    shape = f", burstiness {p.burstiness:g}" if p.burstiness != 1 else ""
-    return f"{p.request_rate:g} req/s{shape}{cap}"

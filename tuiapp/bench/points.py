@@ -173,3 +173,12 @@ def next_probe(history: Sequence[tuple[float, bool]], start: float, *, whole: bo
 def max_load(history: Sequence[tuple[float, bool]]) -> float | None:
     good = [x for x, ok in history if ok]
     return max(good) if good else None
+
+
+def load_text(p: BenchSettings) -> str:
+    """The point's load in words: "concurrency 16", "4 req/s, at most 8 in flight"."""
+    if p.request_rate is None:
+        return f"concurrency {p.concurrency}"
+    cap = f", at most {p.max_concurrency} in flight" if p.max_concurrency else ""
+    shape = f", burstiness {p.burstiness:g}" if p.burstiness != 1 else ""
+    return f"{p.request_rate:g} req/s{shape}{cap}"

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from tuiapp.bench.client import RequestResult
 from tuiapp.common import stats
-from tuiapp.events import RequestDone, RunDone
+from tuiapp.events import Alert, RequestDone, RunDone
+
+NAN_ALERT_ID = 4_000_001  # fixed: the bench's one numerical-fault alert
 
 
 def request_event(run_index: int, req_index: int, r: RequestResult) -> RequestDone:
@@ -54,4 +56,14 @@ def run_event(run_index: int, done: list[RequestResult], wall_s: float, concurre
         accept_length=spec_tokens / verify if verify else stats.mean([r.accept_length for r in good if r.accept_length is not None]),
         accept_rate=stats.mean(rates),
         trial=trial,
+    )
+
+
+def nan_alert(run_index: int, req_index: int, count: int) -> Alert:
+    """The bench's one numerical-fault alert, updated by each later NaN finish (its id is fixed)."""
+    return Alert(
+        alert_kind="numerical",
+        message=f"request finished with 'NaN happened' (run {run_index}, request {req_index}; {count} so far)",
+        source="bench",
+        alert_id=NAN_ALERT_ID,
     )
