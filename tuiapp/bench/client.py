@@ -234,16 +234,16 @@ async def _watched(coro, progress: _Progress, timeouts: Timeouts) -> str | None:
     assert task is not None
     loop = asyncio.get_running_loop()
     tick_s = min(timeouts.first_token_s, timeouts.stall_s) / 4
-    reason: list[str] = []
+    reason: str | None = None
     handle: asyncio.TimerHandle | None = None
 
     def check() -> None:
-        nonlocal handle
+        nonlocal handle, reason
         idle_s = time.perf_counter() - progress.last_s
         if not progress.started and idle_s > timeouts.first_token_s:
-            reason.append(f"timeout: no first token after {timeouts.first_token_s:g} s")
+            reason = f"timeout: no first token after {timeouts.first_token_s:g} s"
         elif progress.started and idle_s > timeouts.stall_s:
-            reason.append(f"timeout: stream stalled for {timeouts.stall_s:g} s")
+            reason = f"timeout: stream stalled for {timeouts.stall_s:g} s"
         else:
             handle = loop.call_later(tick_s, check)
             return
@@ -254,13 +254,13 @@ async def _watched(coro, progress: _Progress, timeouts: Timeouts) -> str | None:
     try:
         await coro
     except asyncio.CancelledError:
-        if not reason:
+        if reason is None:
             raise
         take_back_cancel(task)
     finally:
         if handle is not None:
             handle.cancel()
-    return reason[0] if reason else None
+    return reason
 
 
 async def _stream(

@@ -51,16 +51,18 @@ class BenchClient(httpx.AsyncClient):
             got = self._heads[url] = (parsed, self.lean.post_head(parsed, self.headers))
         parsed, head = got
         if head is None:
-            resp = await self.send(self.build_request("POST", parsed, content=payload), stream=True)
-            return resp, resp.request.extensions.get("sent_s")
-        # no read deadline of the transport's: stream_request's watchdog bounds the head and
-        # the body (first token, stall), and two more timers a request cost a burst's sends
-        return await self.lean.post(parsed, head, payload, None)
+            return await _httpx_post(self, parsed, payload)
+        return await self.lean.post(parsed, head, payload)
 
 
 async def open_post(client: httpx.AsyncClient, url: str, payload: bytes) -> tuple[httpx.Response, float | None]:
     """``BenchClient.open_post`` for any httpx client (a plain one goes through httpx)."""
     if isinstance(client, BenchClient):
         return await client.open_post(url, payload)
+    return await _httpx_post(client, url, payload)
+
+
+async def _httpx_post(client: httpx.AsyncClient, url: httpx.URL | str,
+                      payload: bytes) -> tuple[httpx.Response, float | None]:
     resp = await client.send(client.build_request("POST", url, content=payload), stream=True)
-    return resp, resp.request.extensions.get("sent_s")
+    return resp, resp.request.extensions.get("sent_s")  # the lean transport's send stamp, if it sent it

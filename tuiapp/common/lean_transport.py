@@ -28,11 +28,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import errno
 import re
-import socket
-import struct
-import sys
 import time
 from collections.abc import AsyncIterator
 
@@ -40,32 +36,16 @@ import httpx
 
 from tuiapp.common.http1_head import parse_head
 from tuiapp.common.net_errors import cause
-from tuiapp.common.ticks import next_tick_s
+from tuiapp.common.stamped_conn import LAST_CHUNK, Conn, open_conn
 
 _MAX_HEAD_BYTES = 64 * 1024
 # Nothing is shown of a stream before it ends (its times come from the stamps), and the
 # dashboard's frames are 1 s apart: 1 s reads halve a 3 s stream's wake-ups against 0.5 s.
 STREAM_WAKE_S = 1.0
-_LAST_CHUNK = b"0\r\n\r\n"
 # RFC 9112's chunk-size [chunk-ext] with h11's bounds (20 hex digits, trailing blanks)
 _CHUNK_HEAD = re.compile(rb"([0-9A-Fa-f]{1,20})(?:;[^\r\n]*)?[ \t]*")
 _TRAILER = re.compile(rb"[-!#$%&'*+.^_`|~0-9A-Za-z]+:[\t\x20-\x7e\x80-\xff]*")  # a chunked body's end (trailers aside): wake at once
-_READ_BYTES = 64 * 1024
 _PIECE_BYTES = 16 * 1024
-# Linux's SO_TIMESTAMPNS (= its SCM_TIMESTAMPNS); Python's socket module does not name it.
-_SO_TIMESTAMPNS = getattr(socket, "SO_TIMESTAMPNS", 35 if sys.platform.startswith("linux") else None)
-_ANC_BYTES = socket.CMSG_SPACE(16)
-_TIMESPEC = struct.Struct("@qq")
-
-
-def _stamped(sock: socket.socket) -> bool:
-    if _SO_TIMESTAMPNS is None:
-        return False
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, _SO_TIMESTAMPNS, 1)
-    except OSError:
-        return False
-    return True
 
 
 def take_back_cancel(task: asyncio.Task) -> None:
@@ -105,205 +85,8 @@ async def _within(coro, timeout_s: float | None):
         handle.cancel()
 
 
-class _Conn:
-    """One keep-alive connection: a buffer filled from the socket, and its one reader."""
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
-        self.loop = loop
-        self.sock = sock
-        self.fd = sock.fileno()
-        self.stamps = _stamped(sock)
-        self.buf = bytearray()
-        self.closed = False
-        self.reads = 0  # reads that brought bytes: a stalled response is one whose count stands still
-        self.timed_out = ""  # why the response's deadline closed this connection
-        self.arrived_s = 0.0  # perf_counter when the newest byte read so far came in
-        self.defer_s = 0.0  # > 0 while a body streams: read at most this often
-        self.on_grid = False  # spaced reads fall on the shared clock grid (common/ticks.py)
-        self._waiter: asyncio.Future[None] | None = None
-        self._timer: asyncio.TimerHandle | None = None
-        self._selecting = False
-        # one read buffer per connection, reused: a fresh bytes object per read (what asyncio's
-        # transports allocate, at 256 KiB shrunk to a few hundred bytes of SSE) fragments the
-        # heap over hours and RSS creeps up
-        self._read = memoryview(bytearray(_READ_BYTES))
-        self._select()
-
-    def _select(self) -> None:
-        if not self._selecting and not self.closed:
-            self.loop.add_reader(self.fd, self._on_readable)
-            self._selecting = True
-
-    def _unselect(self) -> None:
-        if self._selecting:
-            self.loop.remove_reader(self.fd)
-            self._selecting = False
-
-    def set_defer(self, defer_s: float, *, on_grid: bool = False) -> None:
-        """Space reads by ``defer_s`` (0: read every byte at once). A pending read further
-        out than ``defer_s`` from now is brought forward. ``on_grid``: each spaced read at the
-        next multiple of ``defer_s`` on the loop's clock, where the samplers' and the log
-        relay's ticks wake the loop anyway (a stream's own phase cost a wake-up of its own
-        every second), rather than ``defer_s`` after the previous read."""
-        defer_s = defer_s if self.stamps else 0.0
-        timer = self._timer
-        self.on_grid = on_grid
-        if not defer_s:
-            self.defer_s = 0.0
-            if timer is not None:
-                timer.cancel()
-                self._timer = None
-                self._select()  # level-triggered: what came meanwhile is read at once
-            return
-        self.defer_s = defer_s
-        if timer is not None and timer.when() > self.loop.time() + defer_s:
-            timer.cancel()
-            self._timer = self._arm()
-
-    def _arm(self) -> asyncio.TimerHandle:
-        if self.on_grid:
-            return self.loop.call_at(next_tick_s(self.loop.time(), self.defer_s), self._on_timer)
-        return self.loop.call_later(self.defer_s, self._on_timer)
-
-    def _recv(self) -> bool:
-        """Take what the socket holds into ``buf``; False when it held nothing."""
-        got = False
-        view = self._read
-        while not self.closed:
-            try:
-                if self.stamps:
-                    n, anc, _flags, _addr = self.sock.recvmsg_into([view], _ANC_BYTES)
-                else:
-                    n, anc = self.sock.recv_into(view), ()
-            except (BlockingIOError, InterruptedError):
-                return got
-            except OSError:
-                self._lost()
-                return True
-            if n == 0:
-                self._lost()
-                return True
-            self.buf += view[:n]
-            self.reads += 1
-            self.arrived_s = self._arrival(anc)
-            got = True
-            if n < len(view):
-                break
-        return got
-
-    @staticmethod
-    def _arrival(anc: list) -> float:
-        # the wall clock first: the perf_counter read after it makes a stamp a hair late, never early
-        real_ns = time.time_ns()
-        now_s = time.perf_counter()
-        for level, kind, data in anc:
-            if level == socket.SOL_SOCKET and kind == _SO_TIMESTAMPNS and len(data) >= _TIMESPEC.size:
-                sec, nsec = _TIMESPEC.unpack_from(data)
-                return now_s - max(real_ns - (sec * 1_000_000_000 + nsec), 0) / 1e9
-        return now_s
-
-    def _on_readable(self) -> None:
-        if self._recv():
-            self._after_read()
-
-    def _on_timer(self) -> None:
-        self._timer = None
-        if self._recv():
-            self._after_read()
-        else:
-            self._select()  # quiet: the next byte wakes us
-
-    def _after_read(self) -> None:
-        if self.closed:
-            return
-        if self.defer_s and not self.buf.endswith(_LAST_CHUNK):
-            self._unselect()
-            if self._timer is None:
-                self._timer = self._arm()
-        else:
-            self._select()
-        self._wake()
-
-    def _wake(self) -> None:
-        w = self._waiter
-        if w is not None and not w.done():
-            w.set_result(None)
-
-    def _lost(self) -> None:
-        self.closed = True
-        self._unselect()
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        self._wake()
-
-    async def send(self, data: bytes) -> None:
-        try:
-            sent = self.sock.send(data)
-        except (BlockingIOError, InterruptedError):
-            sent = 0
-        except OSError as exc:
-            self.close()
-            raise httpx.RemoteProtocolError(f"send failed: {exc}") from None
-        if sent < len(data):
-            try:
-                await self.loop.sock_sendall(self.sock, data[sent:])
-            except OSError as exc:
-                self.close()
-                raise httpx.RemoteProtocolError(f"send failed: {exc}") from None
-
-    async def more(self) -> None:
-        """Wait until more bytes arrive; raises RemoteProtocolError at EOF, ReadTimeout when
-        the response's deadline passed."""
-        if self.timed_out:
-            raise httpx.ReadTimeout(self.timed_out)
-        if self.closed:
-            raise httpx.RemoteProtocolError("server closed the connection")
-        self._waiter = self.loop.create_future()
-        try:
-            await self._waiter
-        finally:
-            self._waiter = None
-        if self.timed_out:
-            raise httpx.ReadTimeout(self.timed_out)
-        if self.closed and not self.buf:
-            raise httpx.RemoteProtocolError("server closed the connection")
-
-    def close(self) -> None:
-        if self.sock.fileno() < 0:
-            return
-        self._lost()
-        self.sock.close()
-
-
-async def _open(host: str, port: int) -> _Conn:
-    loop = asyncio.get_running_loop()
-    try:
-        infos = [(socket.AF_INET6 if ":" in host else socket.AF_INET, (host, port))]
-        socket.inet_pton(infos[0][0], host)
-    except OSError:  # a name, not an address
-        infos = [(family, addr) for family, _t, _p, _c, addr in
-                 await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)]
-    last: OSError | None = None
-    for family, addr in infos:
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        try:
-            sock.setblocking(False)
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            await loop.sock_connect(sock, addr)
-        except OSError as exc:
-            sock.close()
-            last = exc
-            continue
-        except BaseException:
-            sock.close()
-            raise
-        return _Conn(loop, sock)
-    raise last or OSError(errno.EHOSTUNREACH, f"no address for {host}")
-
-
 class _Body(httpx.AsyncByteStream):
-    def __init__(self, transport: LeanTransport, key: tuple[str, int], conn: _Conn, length: int | None,
+    def __init__(self, transport: LeanTransport, key: tuple[str, int], conn: Conn, length: int | None,
                  chunked: bool, keep: bool, read_s: float | None = None) -> None:
         self._t, self._key, self._conn = transport, key, conn
         self._length, self._chunked, self._keep = length, chunked, keep
@@ -395,7 +178,7 @@ class _Body(httpx.AsyncByteStream):
         self._complete = True
         self._unwatch()
 
-    async def _dechunk(self, conn: _Conn) -> AsyncIterator[bytes]:
+    async def _dechunk(self, conn: Conn) -> AsyncIterator[bytes]:
         buf = conn.buf
         while True:
             reads = conn.reads
@@ -488,7 +271,7 @@ class _Body(httpx.AsyncByteStream):
             # parsed: the end may have come since (a server writes the two apart). Then the
             # connection is kept: a new one per request costs a connect's wake-up.
             conn._recv()
-            if conn.buf == _LAST_CHUNK:
+            if conn.buf == LAST_CHUNK:
                 conn.buf.clear()
                 self._complete = True
         if self._complete and self._keep and not conn.closed and not conn.buf:
@@ -530,7 +313,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
         self.stream_wake_s = stream_wake_s
         self._connect_timeout_s = connect_timeout_s
         self._max_idle = max_idle
-        self._idle: dict[tuple[str, int], list[_Conn]] = {}
+        self._idle: dict[tuple[str, int], list[Conn]] = {}
         # https and whatever a proxy carries: httpx's own transports (common/net_config.py)
         self.routed = RoutedAsyncTransport(limits=limits)
 
@@ -538,16 +321,16 @@ class LeanTransport(httpx.AsyncBaseTransport):
         """Whether this transport serves ``url`` itself (plain http, no proxy)."""
         return url.scheme == "http" and self.routed.proxy_for(url) is None
 
-    def _release(self, key: tuple[str, int], conn: _Conn) -> None:
+    def _release(self, key: tuple[str, int], conn: Conn) -> None:
         pool = self._idle.setdefault(key, [])
         if len(pool) < self._max_idle:
             pool.append(conn)
         else:
             conn.close()
 
-    async def _connect(self, host: str, port: int) -> _Conn:
+    async def _connect(self, host: str, port: int) -> Conn:
         try:
-            return await asyncio.wait_for(_open(host, port), self._connect_timeout_s)
+            return await asyncio.wait_for(open_conn(host, port), self._connect_timeout_s)
         except asyncio.TimeoutError:
             raise httpx.ConnectTimeout(
                 f"{host}:{port}: connect timed out after {self._connect_timeout_s:g} s") from None
@@ -581,16 +364,16 @@ class LeanTransport(httpx.AsyncBaseTransport):
         return b"".join([f"POST {url.raw_path.decode('ascii')} HTTP/1.1\r\n".encode(),
                          *_header_lines(headers.raw, host, port)])
 
-    async def post(self, url: httpx.URL, head: bytes, body: bytes,
-                   read_s: float | None) -> tuple[httpx.Response, float]:
+    async def post(self, url: httpx.URL, head: bytes, body: bytes) -> tuple[httpx.Response, float]:
         """POST ``body`` with a head from ``post_head``, without building an httpx request:
         the benchmark's closed loop sends a burst of requests at once when a batch ends
         together, and httpx's per-request work (~70 us each here) spread such a burst over
-        milliseconds, which the server saw and a leaner client does not make (TTFT p50 at
-        16 streams 8-12% under the independent client's). Returns the response (its body a
-        stream) and when the request's bytes left."""
+        milliseconds, which the server saw and a leaner client does not make. No read
+        deadline here: the benchmark's watchdog bounds head and body (first token, stall),
+        and two timers more a request cost a burst's sends too. Returns the response (its
+        body a stream) and when the request's bytes left."""
         data = b"%scontent-length: %d\r\n\r\n%s" % (head, len(body), body)
-        return await self._exchange(url.host, url.port or 80, data, "POST", read_s)
+        return await self._exchange(url.host, url.port or 80, data, "POST", None)
 
     async def _exchange(self, host: str, port: int, data: bytes, method: str,
                         read_s: float | None) -> tuple[httpx.Response, float]:
@@ -615,7 +398,7 @@ class LeanTransport(httpx.AsyncBaseTransport):
                 # a keep-alive connection the server had closed: retry once on a fresh one
                 pool = None
 
-    async def _response(self, key: tuple[str, int], conn: _Conn, method: str,
+    async def _response(self, key: tuple[str, int], conn: Conn, method: str,
                         read_s: float | None) -> httpx.Response:
         buf = conn.buf
         while True:
