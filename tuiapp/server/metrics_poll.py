@@ -24,7 +24,7 @@ import httpx
 
 from tuiapp.common.http_clients import DEFAULT_TIMEOUT, async_client
 from tuiapp.common.ticks import until_tick_s, wait_stop
-from tuiapp.events import ServerStats
+from tuiapp.events import Note, ServerStats
 from tuiapp.server.info import decode_side
 
 Publish = Callable[[Any], None]
@@ -43,6 +43,7 @@ _WANTED = {
 _SUMMED = {"gen_throughput_tok_s", "running_reqs", "queue_reqs", "num_tokens", "retracted_reqs"}
 _INTS = {"running_reqs", "queue_reqs", "num_tokens", "retracted_reqs"}
 SERVER_INFO_EVERY_S = 2.0
+METRICS_ABSENT = "/metrics not exported (SGLang needs --enable-metrics): no running, queued or KV figures"
 
 
 _NAMES = tuple(_WANTED)
@@ -143,6 +144,8 @@ async def run_metrics_poller(
             has_throughput = False
             if metrics_on:
                 metrics_on, has_throughput = await _poll_metrics(client, base_url, publish)
+                if not metrics_on:  # the dashboard's server panel says why its figures are missing
+                    publish(Note(source="metrics", text=METRICS_ABSENT))
             now = time.monotonic()
             # /server_info carries the same two figures: asked only while /metrics lacks them
             # (each ask is a scheduler RPC, an access-log line and a wake-up here)
