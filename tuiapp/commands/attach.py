@@ -62,24 +62,27 @@ def _settings(args: argparse.Namespace) -> Any:
         load = load_settings(args)
     except ValueError as exc:
         raise UsageError(str(exc)) from None
+    fields = dict(
+        api="generate" if args.api == "auto" else args.api,  # auto: settled by for_server
+        workload=workload,
+        max_new_tokens=args.max_new_tokens,
+        ignore_eos=not args.no_ignore_eos,
+        concurrency=args.concurrency,
+        requests_per_run=args.requests_per_run,
+        runs=args.runs,
+        warmup_requests=args.warmup,
+        flush_cache=not args.no_flush_cache,
+        model=args.model,
+    )
+    fields.update(load)  # --output-tokens MEAN[:SPREAD] overrides --max-new-tokens
     try:
         return BenchSettings(
-            api="generate" if args.api == "auto" else args.api,  # auto: settled by for_server
-            workload=workload,
-            max_new_tokens=args.max_new_tokens,
-            ignore_eos=not args.no_ignore_eos,
-            concurrency=args.concurrency,
-            requests_per_run=args.requests_per_run,
-            runs=args.runs,
-            warmup_requests=args.warmup,
-            flush_cache=not args.no_flush_cache,
-            model=args.model,
             timeouts=Timeouts(
                 connect_s=args.connect_timeout,
                 first_token_s=args.first_token_timeout,
                 stall_s=args.stall_timeout,
             ),
-            **load,
+            **fields,
         )
     except ValidationError as exc:
         err = exc.errors()[0]

@@ -95,10 +95,12 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
     from tuiapp.commands.bench_args import load_settings, workload_of
 
     try:
-        bench = BenchSettings(runs=args.runs, requests_per_run=args.requests_per_run, concurrency=args.concurrency,
-                              max_new_tokens=args.max_new_tokens, warmup_requests=args.warmup,
-                              api="generate" if args.api == "auto" else args.api,  # we launch SGLang
-                              workload=workload_of(args), **load_settings(args))
+        fields = dict(runs=args.runs, requests_per_run=args.requests_per_run, concurrency=args.concurrency,
+                      max_new_tokens=args.max_new_tokens, warmup_requests=args.warmup,
+                      api="generate" if args.api == "auto" else args.api,  # we launch SGLang
+                      workload=workload_of(args))
+        fields.update(load_settings(args))  # --output-tokens MEAN[:SPREAD] overrides --max-new-tokens
+        bench = BenchSettings(**fields)
     except ValueError as exc:  # pydantic's ValidationError is one
         if isinstance(exc, ValidationError):
             err = exc.errors()[0]
