@@ -64,7 +64,7 @@ def part_a_fake() -> None:
         tpc = {r.tokens_per_chunk for r in reqs}
         print(f"  k={k}: decode {s['mean_decode_tok_s']:.3f} tok/s (sd {s['sd_decode_tok_s']:.3f}) vs truth {truth:.1f}"
               f" -> error {pct(s['mean_decode_tok_s'], truth):+.3f}%  "
-              f"ITL {sum(r.itl_s for r in reqs) / len(reqs) * 1000:.4f} ms vs {STEP_MS / k:.4f}")
+              f"ITL {sum(r.tpot_s for r in reqs) / len(reqs) * 1000:.4f} ms vs {STEP_MS / k:.4f}")
         if k > 1:
             exact = all(a == TOKENS / verify for a in accept)
             print(f"       accept length per run {accept[0]:.6f} vs server {TOKENS}/{verify} = {TOKENS / verify:.6f}"
@@ -140,7 +140,7 @@ def part_b(peers: bool, server: str, requests: int) -> None:
             srv.stop()
         ok = [r for r in reqs if r.ok]
         our_tok_s = sum(r.decode_tok_s for r in ok) / len(ok)
-        our_itl_ms = sum(r.itl_s for r in ok) / len(ok) * 1000
+        our_itl_ms = sum(r.tpot_s for r in ok) / len(ok) * 1000
         print(f"  {name}")
         print(f"    tuiapp     : decode {our_tok_s:8.3f} tok/s  ITL {our_itl_ms:.4f} ms  "
               f"chunk gap {sum(r.chunk_gap_mean_s for r in ok) / len(ok) * 1000:.3f} ms"

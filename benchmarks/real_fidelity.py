@@ -79,7 +79,7 @@ def independent_request(url: str, prompt: str, tokens: int) -> dict:
     resp.read()  # the chunked body's end, so the connection can carry the next request
     n = json.loads(final[6:])["meta_info"]["completion_tokens"]
     decode_s = last - first
-    return {"ttft_s": first - t_send, "decode_tok_s": (n - 1) / decode_s, "itl_s": decode_s / (n - 1), "n": n}
+    return {"ttft_s": first - t_send, "decode_tok_s": (n - 1) / decode_s, "tpot_s": decode_s / (n - 1), "n": n}
 
 
 async def paired(url: str, pairs: int, tokens: int) -> list[dict]:
@@ -103,7 +103,7 @@ async def paired(url: str, pairs: int, tokens: int) -> list[dict]:
                 if who == "tuiapp":
                     r = await stream_request(client, url + "/generate", "generate", payload, settings.timeouts)
                     assert r.ok, r.error
-                    row[who] = {"ttft_s": r.ttft_s, "decode_tok_s": r.decode_tok_s, "itl_s": r.itl_s}
+                    row[who] = {"ttft_s": r.ttft_s, "decode_tok_s": r.decode_tok_s, "tpot_s": r.tpot_s}
                 else:
                     row[who] = await asyncio.to_thread(independent_request, url, prompt, tokens)
             out.append(row)
@@ -118,7 +118,7 @@ def report(rows: list[dict], names: list[str]) -> None:
         if not pairs:
             continue
         print(f"  {mine} / {other} over {len(pairs)} pairs:")
-        for key, label in (("decode_tok_s", "decode tok/s"), ("ttft_s", "TTFT"), ("itl_s", "ITL")):
+        for key, label in (("decode_tok_s", "decode tok/s"), ("ttft_s", "TTFT"), ("tpot_s", "ITL")):
             ours = statistics.fmean(r[mine][key] for r in pairs)
             theirs = statistics.fmean(r[other][key] for r in pairs)
             med = statistics.median(r[mine][key] / r[other][key] for r in pairs)
@@ -134,7 +134,7 @@ def run_independent(url: str, requests: int, tokens: int, offset: int) -> dict:
     independent_request(url, REFERENCE_PROMPTS[0], 32)
     res = [independent_request(url, REFERENCE_PROMPTS[(offset + i) % len(REFERENCE_PROMPTS)], tokens)
            for i in range(requests)]
-    return {k: statistics.fmean(r[k] for r in res) for k in ("ttft_s", "decode_tok_s", "itl_s")}
+    return {k: statistics.fmean(r[k] for r in res) for k in ("ttft_s", "decode_tok_s", "tpot_s")}
 
 
 def run_tuiapp(url: str, requests: int, tokens: int, out: Path, pollers: bool = True) -> dict:
@@ -147,7 +147,7 @@ def run_tuiapp(url: str, requests: int, tokens: int, out: Path, pollers: bool = 
     if proc.returncode != 0:
         raise RuntimeError(f"tuiapp attach failed ({proc.returncode}): {proc.stderr[-800:]} {proc.stdout[-800:]}")
     runs = json.loads(summary.read_text())["runs"]
-    return {k: statistics.fmean(r[k] for r in runs) for k in ("ttft_s", "decode_tok_s", "itl_s")}
+    return {k: statistics.fmean(r[k] for r in runs) for k in ("ttft_s", "decode_tok_s", "tpot_s")}
 
 
 def run_aiperf_round(url: str, requests: int, tokens: int, out: Path, model: str) -> dict | None:
@@ -158,9 +158,9 @@ def run_aiperf_round(url: str, requests: int, tokens: int, out: Path, model: str
     if res is None or not res.ok:
         return None
     r = res.result
-    itl_s = r["inter_token_latency"]["avg"] / 1000.0
+    tpot_s = r["inter_token_latency"]["avg"] / 1000.0
     return {"ttft_s": r["time_to_first_token"]["avg"] / 1000.0, "decode_tok_s": r["output_token_throughput_per_user"]["avg"],
-            "itl_s": itl_s}
+            "tpot_s": tpot_s}
 
 
 def main() -> int:
@@ -210,7 +210,7 @@ def main() -> int:
                 row[name] = tools[name](i)
             rows.append(row)
             print(f"  round {i}: " + "  ".join(
-                f"{n}: {r['decode_tok_s']:.1f} tok/s ttft {r['ttft_s'] * 1000:.1f} ms itl {r['itl_s'] * 1000:.2f} ms"
+                f"{n}: {r['decode_tok_s']:.1f} tok/s ttft {r['ttft_s'] * 1000:.1f} ms itl {r['tpot_s'] * 1000:.2f} ms"
                 for n, r in row.items() if r is not None))
         if aiperf_note:
             print("  " + aiperf_note)

@@ -39,7 +39,7 @@ def test_headless_runs_summary_and_no_secret(server_url, tmp_path):
     assert set(data) == {"runs", "mean_decode_tok_s", "sd_decode_tok_s", "ci95_decode_tok_s", "points"}
     assert len(data["runs"]) == 3
     for run in data["runs"]:
-        assert set(run) == {"decode_tok_s", "output_tok_s", "ttft_s", "itl_s", "accept_length",
+        assert set(run) == {"decode_tok_s", "output_tok_s", "ttft_s", "tpot_s", "accept_length",
                             "errors", "first_error"}
         assert (run["errors"], run["first_error"]) == (0, None)
         assert run["accept_length"] == 16 / 6  # 1 prefill token + 5 verify steps of 3

@@ -44,7 +44,7 @@ async def test_loop_on_simulated_eagle3(eagle, api):
         # SGLang's per-request accept length is completion tokens / verify steps
         assert r.accept_length == pytest.approx(40 / r.spec_verify_ct)
         assert 1.0 <= r.tokens_per_chunk <= 4.0  # 3 draft steps: at most 4 tokens a step
-        assert r.itl_s == pytest.approx((r.e2e_s - r.ttft_s) / 39)
+        assert r.tpot_s == pytest.approx((r.e2e_s - r.ttft_s) / 39)
     runs = [e for e in events if isinstance(e, RunDone)]
     assert [r.run_index for r in runs] == [0, 1]
     assert runs[0].accept_length == pytest.approx(40 / reqs[0].spec_verify_ct)

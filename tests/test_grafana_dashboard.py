@@ -45,7 +45,7 @@ def tuiapp_names() -> set[str]:
     ep = MetricsEndpoint("127.0.0.1", 0)
     try:
         for event in (TrialState(name="t", index=1, total=1, phase="running"), ServerState(state="ready"),
-                      RequestDone(run_index=0, request_index=0, completion_tokens=8, ttft_s=0.1, itl_s=0.01,
+                      RequestDone(run_index=0, request_index=0, completion_tokens=8, ttft_s=0.1, tpot_s=0.01,
                                   e2e_s=0.2, chunk_gap_mean_s=0.01),
                       RequestDone(run_index=0, request_index=1, ok=False, error="HTTP 500"),
                       RunDone(run_index=0, requests=2, duration_s=1, decode_tok_s=1, output_tok_s=1, accept_length=2),

@@ -52,7 +52,7 @@ def test_events_land_in_their_series(endpoint):
     ep.apply(TrialState(name="base", index=1, total=2, phase="launching"))
     ep.apply(TrialState(name="base", index=1, total=2, phase="running"))
     for ttft, itl in ((0.05, 0.011), (0.07, 0.012)):
-        ep.apply(RequestDone(run_index=0, request_index=0, completion_tokens=128, ttft_s=ttft, itl_s=itl,
+        ep.apply(RequestDone(run_index=0, request_index=0, completion_tokens=128, ttft_s=ttft, tpot_s=itl,
                              e2e_s=ttft + 127 * itl, chunk_gap_mean_s=itl))
     ep.apply(RequestDone(run_index=0, request_index=2, ok=False, error="HTTP 500: Internal Server Error"))
     ep.apply(RequestDone(run_index=0, request_index=3, ok=False, cancelled=True))

@@ -17,7 +17,7 @@ def test_lines_per_fact_alert_updates_and_gpu_cadence() -> None:
     p.handle(Alert(t_s=12.2, alert_kind="assertion", message="AssertionError: x", ranks=[3, 5], first_line=40,
                    alert_id=4))
     p.handle(RunDone(t_s=20, run_index=0, requests=5, duration_s=14, decode_tok_s=89.8, output_tok_s=88.4,
-                     ttft_s=0.0451, itl_s=0.01113, accept_length=2.31, trial="base"))
+                     ttft_s=0.0451, tpot_s=0.01113, accept_length=2.31, trial="base"))
     p.handle(Note(t_s=21, level="warning", text="telemetry off", source="nvml"))
     lines = out.getvalue().splitlines()
     tags = [line.split()[1] for line in lines]
@@ -26,7 +26,7 @@ def test_lines_per_fact_alert_updates_and_gpu_cadence() -> None:
     alert_lines = [line for line in lines if " ALERT " in line]
     assert "assertion error new ranks=3 line=40" in alert_lines[0] and "update ranks=3,5" in alert_lines[1]
     run = next(line for line in lines if " run " in line)
-    assert "decode=89.8 tok/s output=88.4 tok/s ttft=45.1 ms itl=11.13 ms accept=2.31" in run
+    assert "decode=89.8 tok/s output=88.4 tok/s ttft=45.1 ms tpot=11.13 ms accept=2.31" in run
     gpu = next(line for line in lines if " gpus " in line)
     assert "mem max gpu7 77.0/96.0 GiB" in gpu and "pcie rx sum 36.00 GB/s max gpu7 8.00" in gpu
     assert "warning [nvml] telemetry off" in lines[-1]

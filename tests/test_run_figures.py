@@ -10,7 +10,7 @@ from tuiapp.record.printer import Printer
 
 def _run(i: int) -> RunDone:
     return RunDone(run_index=i, requests=4, errors=1, first_error="HTTP 500: boom", duration_s=3.0,
-                   decode_tok_s=89.5 + i / 1000, output_tok_s=330.0, ttft_s=0.06, itl_s=0.011,
+                   decode_tok_s=89.5 + i / 1000, output_tok_s=330.0, ttft_s=0.06, tpot_s=0.011,
                    accept_length=None, trial="t")
 
 

@@ -15,7 +15,7 @@ import time
 from typing import Annotated, Any, Literal
 
 import orjson
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, TypeAdapter
 
 
 def now_s() -> float:
@@ -92,6 +92,13 @@ class ServerStats(_Event):
     cached_tokens: int | None = None
     cuda_graph: bool | None = None
     retracted_reqs: int | None = None
+    # newer /metrics families (issue 43): KV headroom, busy share, retractions so far, the mean
+    # DP-attention token imbalance, the current (adaptive) speculative step budget
+    kv_available_tokens: int | None = None
+    utilization: float | None = None
+    retractions_total: int | None = None
+    dp_imbalance_ratio: float | None = None
+    spec_num_steps: int | None = None
 
 
 AlertKind = Literal[
@@ -120,6 +127,7 @@ class Alert(_Event):
     # records that joined the incident (ranks, and for per-request failures each request);
     # recordings written before this field read as 1
     count: int = 1
+    dp_ranks: list[int] = Field(default_factory=list)  # DP ranks (a wedged rank seen in /v1/loads)
 
 
 # ---------------------------------------------------------------- benchmark loop
@@ -144,7 +152,8 @@ class RequestDone(_Event):
     prompt_tokens: int | None = None
     completion_tokens: int | None = None
     ttft_s: float | None = None
-    itl_s: float | None = None  # (e2e - ttft) / (completion_tokens - 1)
+    # TPOT = (e2e - ttft) / (completion_tokens - 1) (older recordings: itl_s)
+    tpot_s: float | None = Field(None, validation_alias=AliasChoices("tpot_s", "itl_s"))
     e2e_s: float | None = None
     decode_tok_s: float | None = None  # (completion_tokens - 1) / (e2e - ttft)
     chunks: int | None = None
@@ -153,6 +162,10 @@ class RequestDone(_Event):
     accept_length: float | None = None
     accept_rate: float | None = None
     spec_verify_ct: int | None = None
+    # H[j] = verify steps that accepted exactly j drafts; caps: C[c] = steps whose budget was c
+    # drafts (tuiapp.common.acceptance)
+    spec_accept_histogram: list[int] | None = None
+    spec_cap_histogram: list[int] | None = None
     finish_reason: str | None = None
     numerical_fault: bool = False  # finish_reason stop "NaN happened"
     cancelled: bool = False  # cut off by our own stop (quit, SIGINT, end of runs): not a failure
@@ -171,9 +184,11 @@ class RunDone(_Event):
     decode_tok_s: float | None  # mean single-stream decode rate of the run's requests
     output_tok_s: float | None  # aggregate: completion tokens / run wall time
     ttft_s: float | None = None
-    itl_s: float | None = None
+    tpot_s: float | None = Field(None, validation_alias=AliasChoices("tpot_s", "itl_s"))  # mean TPOT
     accept_length: float | None = None
     accept_rate: float | None = None
+    spec_accept_histogram: list[int] | None = None  # the run's requests' histograms, summed
+    spec_cap_histogram: list[int] | None = None
     trial: str | None = None
     request_rate: float | None = None  # open loop: the target arrival rate (req/s)
     point_index: int = 0  # which load point of a sweep
@@ -227,7 +242,8 @@ class RunFigures:
     each was held twice, for the summary and the statistics). Same attribute names."""
 
     __slots__ = ("run_index", "t_s", "trial", "requests", "errors", "first_error", "decode_tok_s",
-                 "output_tok_s", "ttft_s", "itl_s", "accept_length", "point_index")
+                 "output_tok_s", "ttft_s", "tpot_s", "accept_length", "point_index",
+                 "spec_accept_histogram", "spec_cap_histogram")
 
     def __init__(self, run: RunDone) -> None:
         for name in self.__slots__:

@@ -30,6 +30,7 @@ import orjson
 from tuiapp.bench.http_client import open_post
 from tuiapp.bench.settings import ApiName, BenchSettings, Timeouts
 from tuiapp.bench.workload import Prompt
+from tuiapp.common import acceptance
 from tuiapp.common.lean_transport import STREAM_WAKE_S, take_back_cancel
 
 NAN_MATCH = "NaN happened"
@@ -58,6 +59,8 @@ class RequestResult:
     accept_length: float | None = None
     accept_rate: float | None = None
     spec_verify_ct: int | None = None
+    spec_accept_histogram: list[int] | None = None  # tuiapp.common.acceptance
+    spec_cap_histogram: list[int] | None = None
     finish_reason: str | None = None
     numerical_fault: bool = False
     http_status: int | None = None
@@ -67,7 +70,7 @@ class RequestResult:
     cancelled: bool = False  # cut off by our own stop: not a failure
 
     @property
-    def itl_s(self) -> float | None:
+    def tpot_s(self) -> float | None:
         n, ttft, e2e = self.completion_tokens, self.ttft_s, self.e2e_s
         if n is None or n < 2 or ttft is None or e2e is None:
             return None
@@ -469,6 +472,7 @@ def _apply_meta(meta: Any, res: RequestResult, streamed_tokens: int) -> None:
         if res.accept_length is None and res.completion_tokens:
             res.accept_length = res.completion_tokens / verify  # older SGLang: only the count
         res.accept_rate = _float(meta.get("spec_accept_rate"))
+        _apply_histograms(meta, res)
     res.ok = res.finish_reason is not None and res.error is None and res.completion_tokens is not None
 
 
@@ -555,3 +559,10 @@ def _apply_spec_details(details: Any, res: RequestResult) -> None:
         res.spec_verify_ct = verify
     res.accept_length = _float(get("accept_length"))
     res.accept_rate = _float(get("accept_rate"))
+    _apply_histograms(details, res)
+
+
+def _apply_histograms(fields: dict, res: RequestResult) -> None:
+    res.spec_accept_histogram = acceptance.from_mapping(fields, acceptance.HISTOGRAM_KEYS)
+    if res.spec_accept_histogram is not None:
+        res.spec_cap_histogram = acceptance.from_mapping(fields, acceptance.CAP_HISTOGRAM_KEYS)

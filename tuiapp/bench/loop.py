@@ -156,7 +156,7 @@ class BenchLoop:
                     "decode_tok_s": r.decode_tok_s,
                     "output_tok_s": r.output_tok_s,
                     "ttft_s": r.ttft_s,
-                    "itl_s": r.itl_s,
+                    "tpot_s": r.tpot_s,
                     "accept_length": r.accept_length,
                     "errors": r.errors,
                     "first_error": r.first_error,

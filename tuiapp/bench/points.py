@@ -34,7 +34,7 @@ def meets_slo(r: RequestResult, s: BenchSettings) -> bool:
         return False
     if s.slo_ttft_ms is not None and r.ttft_s * 1000.0 > s.slo_ttft_ms:
         return False
-    tpot = r.itl_s
+    tpot = r.tpot_s
     if s.slo_tpot_ms is not None and tpot is not None and tpot * 1000.0 > s.slo_tpot_ms:
         return False
     return s.slo_e2e_ms is None or r.e2e_s * 1000.0 <= s.slo_e2e_ms
@@ -83,7 +83,7 @@ def point_event(index: int, s: BenchSettings, tally: PointTally, trial: str | No
     scheduled = _rate(tally.due_spans) if open_loop else None
     figures: dict = {}
     figures |= _ms3([r.ttft_s for r in good if r.ttft_s is not None], "ttft")
-    figures |= _ms3([t for r in good if (t := r.itl_s) is not None], "tpot")
+    figures |= _ms3([t for r in good if (t := r.tpot_s) is not None], "tpot")
     figures |= _ms3([g for r in good if (g := r.chunk_gap_mean_s) is not None], "itl")
     figures |= _ms3([r.e2e_s for r in good if r.e2e_s is not None], "e2e")
     goodput = share = None

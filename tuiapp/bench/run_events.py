@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from tuiapp.bench.client import RequestResult
-from tuiapp.common import stats
+from tuiapp.common import acceptance, stats
 from tuiapp.events import Alert, RequestDone, RunDone
 
 NAN_ALERT_ID = 4_000_001  # fixed: the bench's one numerical-fault alert
@@ -18,7 +18,7 @@ def request_event(run_index: int, req_index: int, r: RequestResult) -> RequestDo
         prompt_tokens=r.prompt_tokens,
         completion_tokens=r.completion_tokens,
         ttft_s=r.ttft_s,
-        itl_s=r.itl_s,
+        tpot_s=r.tpot_s,
         e2e_s=r.e2e_s,
         decode_tok_s=r.decode_tok_s,
         chunks=r.chunks or None,
@@ -27,6 +27,8 @@ def request_event(run_index: int, req_index: int, r: RequestResult) -> RequestDo
         accept_length=r.accept_length,
         accept_rate=r.accept_rate,
         spec_verify_ct=r.spec_verify_ct,
+        spec_accept_histogram=r.spec_accept_histogram,
+        spec_cap_histogram=r.spec_cap_histogram,
         finish_reason=r.finish_reason,
         numerical_fault=r.numerical_fault,
         cancelled=r.cancelled,
@@ -51,10 +53,14 @@ def run_event(run_index: int, done: list[RequestResult], wall_s: float, concurre
         decode_tok_s=stats.mean(decode),
         output_tok_s=tokens / wall_s if good and wall_s > 0 else None,
         ttft_s=stats.mean([r.ttft_s for r in good if r.ttft_s is not None]),
-        itl_s=stats.mean([i for r in good if (i := r.itl_s) is not None]),
+        tpot_s=stats.mean([i for r in good if (i := r.tpot_s) is not None]),
         # token-weighted, as the server computes it: tokens / verify steps over the run
         accept_length=spec_tokens / verify if verify else stats.mean([r.accept_length for r in good if r.accept_length is not None]),
         accept_rate=stats.mean(rates),
+        spec_accept_histogram=acceptance.pool(r.spec_accept_histogram for r in good),
+        # caps pool only when every histogram came with them (else they count other steps)
+        spec_cap_histogram=(acceptance.pool(r.spec_cap_histogram for r in good)
+                            if all(r.spec_cap_histogram for r in good if r.spec_accept_histogram) else None),
         trial=trial,
     )
 

@@ -12,7 +12,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("base", help="the reference: a recording, a trials ledger or an attach --summary file")
     parser.add_argument("new", help="the candidate, of any of the same kinds")
     parser.add_argument("--metric", default="decode_tok_s",
-                        choices=["decode_tok_s", "output_tok_s", "ttft_s", "itl_s"],
+                        choices=["decode_tok_s", "output_tok_s", "ttft_s", "tpot_s"],
                         help="the primary metric, the one --fail-on judges (default decode_tok_s)")
     parser.add_argument("--fail-on", choices=["slower"],
                         help="exit 1 when NEW is slower than BASE on the primary metric beyond noise")

@@ -221,7 +221,7 @@ class MetricsEndpoint:
             return
         if e.completion_tokens:
             self.output_tokens.labels(trial).inc(e.completion_tokens)
-        for hist, value in ((self.ttft, e.ttft_s), (self.tpot, e.itl_s), (self.itl, e.chunk_gap_mean_s),
+        for hist, value in ((self.ttft, e.ttft_s), (self.tpot, e.tpot_s), (self.itl, e.chunk_gap_mean_s),
                             (self.e2e, e.e2e_s)):
             if value is not None:
                 hist.labels(trial).observe(value)

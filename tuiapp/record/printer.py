@@ -77,7 +77,7 @@ def run_line(ev: RunDone) -> str:
     why = f" ({_short(ev.first_error)})" if ev.errors and ev.first_error else ""
     return (
         f"#{ev.run_index}{trial} decode={num(ev.decode_tok_s, '.1f')} tok/s output={num(ev.output_tok_s, '.1f')} tok/s"
-        f" ttft={num(_ms(ev.ttft_s), '.1f')} ms itl={num(_ms(ev.itl_s), '.2f')} ms"
+        f" ttft={num(_ms(ev.ttft_s), '.1f')} ms tpot={num(_ms(ev.tpot_s), '.2f')} ms"
         f" accept={num(ev.accept_length, '.2f')} reqs={ev.requests} errors={ev.errors}{why}"
     )
 

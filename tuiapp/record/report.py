@@ -28,7 +28,7 @@ from tuiapp.events import (
 )
 from tuiapp.record.curves import POINT_HEAD, curve_chart, point_rows
 from tuiapp.record.findings import findings, per_trial_section, phases, trial_facts
-from tuiapp.record.markdown import hms, table
+from tuiapp.record.markdown import Markup, code_block, code_span, fold, hms, table, text
 from tuiapp.record.printer import NullStream, Printer
 from tuiapp.record.reading import Recording
 from tuiapp.record.svg import Band, Series, line_chart
@@ -180,8 +180,13 @@ def _ledger_rows(results: list[TrialResult]) -> list[list[str]]:
     return rows
 
 
-def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str, dict[str, str]]:
-    """(markdown, {file name: svg}); ``chart_name(suffix)`` names each chart file."""
+Fold = Callable[[str, list[str]], list[str]]
+
+
+def build_report(rec: Recording, chart_name: Callable[[str], str], folded: Fold = fold) -> tuple[str, dict[str, str]]:
+    """(markdown, {file name: svg}); ``chart_name(suffix)`` names each chart file, ``folded(summary,
+    lines)`` folds a long part (a ``<details>`` block). Every text from the recording goes through
+    :mod:`tuiapp.record.markdown`'s escaping."""
     printer = Printer(NullStream())
     for ev in rec.events:
         printer.handle(ev)
@@ -194,7 +199,7 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
         gpu_names = sorted({e.name for e in rec.events if isinstance(e, GpuSample) and e.name})
     gpu_count = len(gpus) or len({e.index for e in rec.events if isinstance(e, GpuSample)})
     title = header.get("title") or rec.path.name
-    lines = [f"# tuiapp report: {title}", ""]
+    lines = [f"# tuiapp report: {text(title)}", ""]
     facts = [
         ("Recorded", f"{_utc(rec.start_t_s)}, {hms(rec.duration_s)} long"),
         ("Host", header.get("host")),
@@ -202,12 +207,13 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
         ("SGLang", header.get("sglang_version") or (info.version if info else None) or "unknown"),
         ("Model", info.model_path if info and info.model_path else "unknown"),
         ("Speculative", _spec_text(infos)),
-        ("Command", f"`{' '.join(header.get('argv') or [])}`"),
+        ("Command", code_span(" ".join(str(a) for a in header.get("argv") or []))),
         ("tuiapp", header.get("tool_version")),
-        ("Recording", f"`{rec.path.name}`, {len(rec.events)} events"
-                      + (f", {rec.skipped_lines} corrupt or truncated lines skipped" if rec.skipped_lines else "")),
+        ("Recording", Markup(f"{code_span(rec.path.name)}, {len(rec.events)} events"
+                             + (f", {rec.skipped_lines} corrupt or truncated lines skipped" if rec.skipped_lines
+                                else ""))),
     ]
-    lines += table(["", ""], [[f"**{k}**", v] for k, v in facts]) + [""]
+    lines += table(["", ""], [[Markup(f"**{k}**"), v] for k, v in facts]) + [""]
 
     results = [e for e in rec.events if isinstance(e, TrialResult)]
     if results:
@@ -220,22 +226,19 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
     facts = trial_facts(rec, bands, alerts)
     lines += ["## Findings", "", *findings(facts, rec.start_t_s, list({r.name: r for r in results}.values())), ""]
     lines += ["## Per trial (from the recorded samples)", "", *per_trial_section(facts), ""]
-    lines += ["## Summary (as the headless job printed it)", "", "```", printer.summary(), "```", ""]
+    lines += ["## Summary (as the headless job printed it)", "", *code_block(printer.summary()), ""]
 
     lines += ["## Runs", ""]
-    if len(printer.runs) > 30:
-        lines += [f"<details><summary>{len(printer.runs)} runs</summary>", ""]
     if printer.runs:
-        lines += table(
-            ["run", "trial", "time", "requests", "errors", "decode tok/s", "output tok/s", "TTFT ms", "ITL ms",
+        runs_table = table(
+            ["run", "trial", "time", "requests", "errors", "decode tok/s", "output tok/s", "TTFT ms", "TPOT ms",
              "accept len"],
             [[str(r.run_index), r.trial or "-", hms(r.t_s - rec.start_t_s), str(r.requests), str(r.errors),
               num(r.decode_tok_s), num(r.output_tok_s), num(r.ttft_s * 1000 if r.ttft_s is not None else None, ".1f"),
-              num(r.itl_s * 1000 if r.itl_s is not None else None), num(r.accept_length)]
+              num(r.tpot_s * 1000 if r.tpot_s is not None else None), num(r.accept_length)]
              for r in printer.runs],
-        ) + [""]
-        if len(printer.runs) > 30:
-            lines += ["</details>", ""]
+        )
+        lines += folded(f"{len(printer.runs)} runs", runs_table) if len(printer.runs) > 30 else [*runs_table, ""]
     else:
         lines += ["No benchmark run completed in this recording.", ""]
 
@@ -259,8 +262,7 @@ def build_report(rec: Recording, chart_name: Callable[[str], str]) -> tuple[str,
         ) + [""]
         for a in alerts:
             if a.traceback:
-                lines += [f"<details><summary>{a.alert_kind} at {hms(a.t_s - rec.start_t_s)}: traceback</summary>",
-                          "", "```", a.traceback.rstrip(), "```", "</details>", ""]
+                lines += folded(f"{a.alert_kind} at {hms(a.t_s - rec.start_t_s)}: traceback", code_block(a.traceback))
     else:
         lines += ["No alerts.", ""]
 

@@ -135,7 +135,7 @@ def campaign_events(
                           "token usage: 0.02, #running-req: 0, #queue-req: 0")
             yield ev.LogLine(t_s=t, line_no=line_no, text='INFO:     127.0.0.1:51234 - "POST /generate HTTP/1.1" 200 OK')
             yield ev.RequestDone(t_s=t, run_index=run_index, request_index=len(requests_in_run) - 1, prompt_tokens=30,
-                              completion_tokens=completion, ttft_s=0.045, itl_s=1 / rate, e2e_s=e2e,
+                              completion_tokens=completion, ttft_s=0.045, tpot_s=1 / rate, e2e_s=e2e,
                               decode_tok_s=rate, chunks=completion, tokens_per_chunk=1.0,
                               accept_length=trial.accept_length, finish_reason="length")
             next_request += e2e
@@ -143,7 +143,7 @@ def campaign_events(
                 decode = sum(requests_in_run) / 5
                 runs_of_trial.append(decode)
                 yield ev.RunDone(t_s=t, run_index=run_index, requests=5, duration_s=t - run_start,
-                              decode_tok_s=decode, output_tok_s=decode * 0.985, ttft_s=0.045, itl_s=1 / decode,
+                              decode_tok_s=decode, output_tok_s=decode * 0.985, ttft_s=0.045, tpot_s=1 / decode,
                               accept_length=trial.accept_length, trial=trial.name)
                 run_index += 1
                 run_start = t

@@ -23,7 +23,7 @@ from typing import Any
 from tuiapp.common import stats
 
 # metric -> higher is better
-METRICS: dict[str, bool] = {"decode_tok_s": True, "output_tok_s": True, "ttft_s": False, "itl_s": False}
+METRICS: dict[str, bool] = {"decode_tok_s": True, "output_tok_s": True, "ttft_s": False, "tpot_s": False}
 POINT_METRICS: dict[str, bool] = {"output_tok_s": True, "request_throughput_req_s": True, "goodput_req_s": True,
                                   "ttft_p50_ms": False, "ttft_p99_ms": False, "tpot_p50_ms": False,
                                   "e2e_p50_ms": False}
@@ -221,14 +221,14 @@ def table(rows: list[Row]) -> str:
     w = min(60, max([len("group"), *(len(r.group) for r in rows)]))
 
     def label(r: Row) -> str:
-        name = r.metric.replace("ttft_s", "ttft_ms").replace("itl_s", "itl_ms")
+        name = r.metric.replace("ttft_s", "ttft_ms").replace("tpot_s", "tpot_ms")
         return name if r.point is None else f"{name} @{r.point}"
 
     m = max([len("metric"), *(len(label(r)) for r in rows)])
     head = f"{'group':<{w}} {'metric':<{m}} {'base':>10} {'new':>10} {'new/base':>9} {'95% interval':>15}  verdict"
     lines = [head]
     for r in rows:
-        scale = 1000.0 if r.metric in ("ttft_s", "itl_s") else 1.0
+        scale = 1000.0 if r.metric in ("ttft_s", "tpot_s") else 1.0
         ci = "" if r.ci95 is None else f"{r.ci95[0]:.3f}-{r.ci95[1]:.3f}"
         base = None if r.base_mean is None else r.base_mean * scale
         new = None if r.new_mean is None else r.new_mean * scale

@@ -9,7 +9,7 @@ Textual-free on purpose.
 from __future__ import annotations
 
 import statistics
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 from tuiapp.common.numfmt import num
@@ -32,8 +32,10 @@ from tuiapp.events import (
     TrialState,
     _Event,
 )
+from tuiapp.tui.figures import LatencyWindow, Progress, failure_reason, point_note
 
-PANELS = ("header", "throughput", "acceptance", "latency", "gpus", "alerts", "trials", "log", "notes")
+PANELS = ("header", "throughput", "acceptance", "latency", "gpus", "alerts", "trials", "log", "notes",
+          "server", "progress", "curve")
 HISTORY = 240  # points kept per series: enough for a 200-column sparkline
 GPU_HISTORY = 60
 LOG_LINES = 5000
@@ -74,7 +76,7 @@ class DashboardStore:
         self.accept_length: deque[float | None] = deque(maxlen=HISTORY)
         self.accept_rate: deque[float | None] = deque(maxlen=HISTORY)
         self.ttft_s: deque[float | None] = deque(maxlen=HISTORY)
-        self.itl_s: deque[float | None] = deque(maxlen=HISTORY)
+        self.tpot_s: deque[float | None] = deque(maxlen=HISTORY)
         self.last_request: RequestDone | None = None
         self.last_run: RunDone | None = None
         self.last_run_trial: str | None = None  # kept across trials (last_run is not)
@@ -84,6 +86,21 @@ class DashboardStore:
         self.points: list[PointDone] = []
         self.current_load: str | None = None
         self.requests_failed = 0
+        # what a tuner looks at first: the server's queue and KV cache now, this trial's
+        # latency percentiles, request rate and errors by reason (a new trial or point starts empty)
+        self.server_load: ServerStats | None = None  # the latest with running/queued/KV figures
+        self.metrics_seen = False  # /metrics answered with scheduler gauges
+        self.metrics_absent: str | None = None  # why /metrics gives nothing (a Note said so)
+        self.latency = LatencyWindow()
+        self.request_times_s: deque[float] = deque(maxlen=4096)
+        self.trial_requests = 0  # requests finished in the current trial (0: server figures are stale)
+        self.errors_by_reason: Counter[str] = Counter()
+        self.trial_started_t_s: dict[str, float] = {}
+        self.trial_ended_t_s: dict[str, float] = {}
+        self.sweep_point: tuple[int, int | None, str, int] | None = None  # from the loop's note
+        self.sweep_started_t_s: float | None = None
+        self.point_started_t_s: float | None = None
+        self.point_runs = 0  # runs finished at the current point
         self.server_has_acceptance = False
         # Whether the latest server speculates; kept across trials so the acceptance panel
         # does not fold and unfold between one trial's end and the next one's ServerInfo.
@@ -150,6 +167,63 @@ class DashboardStore:
                 and all(row.phase not in _LIVE_PHASES and (row.result is not None or row.phase == "skipped")
                         for row in rows))
 
+    @property
+    def mode(self) -> str:
+        """The layout this session wants: "curve" (a sweep, open loop or search), "campaign"
+        (a plan of several trials) or "single" (attach, launch: one server)."""
+        if self.points or self.current_load or self.sweep_point is not None:
+            return "curve"
+        if self.trials and max(row.total for row in self.trials.values()) > 1:
+            return "campaign"
+        return "single"
+
+    def failure(self) -> str | None:
+        """Why the server or the current trial failed to start, for the main screen."""
+        state = self.server_state
+        if state is not None and state.state == "failed":
+            return state.message or (f"exit code {state.exit_code}" if state.exit_code is not None else "failed")
+        row = self.trials.get(self.current_trial) if self.current_trial else None
+        if row is not None and row.phase == "failed":
+            reason = row.message or (row.result.row.get("error") if row.result else None)
+            return reason or (row.result.status if row.result else "failed")
+        return None
+
+    def progress(self) -> Progress | None:
+        """The plan's trials and the sweep's or search's points, with an ETA from the pace so far."""
+        parts: list[str] = []
+        fraction: float | None = None
+        eta_s: float | None = None
+        start_s: float | None = None
+        now = self.now_t_s
+        row = self.trials.get(self.current_trial) if self.current_trial else None
+        if row is not None and row.total > 1:
+            parts.append(f"trial {row.index + 1}/{row.total}")
+            done = [self.trial_ended_t_s[n] - self.trial_started_t_s[n] for n in self.trial_ended_t_s
+                    if n in self.trial_started_t_s]
+            fraction = len(self.trial_ended_t_s) / row.total
+            start_s = min(self.trial_started_t_s.values(), default=None)
+            if done and now is not None:
+                per_trial = sum(done) / len(done)
+                running = 0.0 if self.current_trial in self.trial_ended_t_s else now - self.trial_started_t_s.get(
+                    self.current_trial, now)
+                left = row.total - len(self.trial_ended_t_s)
+                eta_s = max(0.0, per_trial * left - min(running, per_trial))
+        if self.sweep_point is not None:
+            index, total, load, runs = self.sweep_point
+            where = f"point {index}/{total}" if total else f"probe {index}"
+            parts.append(f"{where} ({load}) run {min(self.point_runs + 1, runs)}/{runs}")
+            if start_s is None:
+                start_s = self.sweep_started_t_s
+            if total and len(parts) == 1 and now is not None and self.sweep_started_t_s is not None:
+                runs_done = (index - 1) * runs + self.point_runs
+                fraction = runs_done / (total * runs)
+                if runs_done:
+                    eta_s = (now - self.sweep_started_t_s) / runs_done * (total * runs - runs_done)
+        if not parts:
+            return None
+        elapsed = now - start_s if now is not None and start_s is not None else None
+        return Progress(" · ".join(parts), fraction, elapsed, eta_s)
+
     def outcome(self, width: int | None = None) -> str | None:
         """The finished campaign in one line: counts, and the fastest trial that worked with
         its difference against its own base, as the ledger computed it. Given ``width``, the
@@ -214,6 +288,7 @@ class DashboardStore:
         self.applied, self.first_t_s, self.now_t_s = applied, first_t_s, ev.t_s
 
     def _on_ServerState(self, ev: ServerState) -> None:
+        self._bump("throughput", "server")  # a failure's reason shows in the main panel
         if self.server_start_t_s is None or ev.state == "starting":
             self.server_start_t_s = ev.t_s
             self.server_end_t_s = None
@@ -232,8 +307,17 @@ class DashboardStore:
         self._bump("header", "gpus", "throughput")  # "done" may end an attach session
 
     def _on_ServerStats(self, ev: ServerStats) -> None:
+        if ev.running_reqs is not None or ev.queue_reqs is not None or ev.token_usage is not None:
+            self.server_load = ev
+            if ev.source == "metrics":
+                self.metrics_seen = True
+            self._bump("server")
         if ev.gen_throughput_tok_s is not None:
-            self.server_tok_s.append(ev.gen_throughput_tok_s)
+            # SGLang's gauge (and /server_info's last_gen_throughput) keeps its last value while
+            # idle, from an earlier session or trial: shown only once this trial's requests came
+            # back, and as a gap while nothing runs
+            idle = ev.running_reqs == 0
+            self.server_tok_s.append(None if idle or not self.trial_requests else ev.gen_throughput_tok_s)
             self._bump("throughput")
         if ev.accept_length is not None:
             self.server_has_acceptance = True
@@ -248,13 +332,19 @@ class DashboardStore:
         if ev.cancelled:
             return  # cut off by our own stop: neither a result nor a failure
         self.last_request = ev
+        self.trial_requests += 1
+        self.request_times_s.append(ev.t_s)
         if not ev.ok:
             self.requests_failed += 1
+            self.errors_by_reason[failure_reason(ev)] += 1
+        else:
+            self.latency.add(ev)
+        self._bump("server")
         self.request_tok_s.append(ev.decode_tok_s)
         if ev.ttft_s is not None:
             self.ttft_s.append(ev.ttft_s)
-        if ev.itl_s is not None:
-            self.itl_s.append(ev.itl_s)
+        if ev.tpot_s is not None:
+            self.tpot_s.append(ev.tpot_s)
         # The server's own acceptance figures win; a client-side one fills in without them.
         if not self.server_has_acceptance and (ev.accept_length is not None or ev.accept_rate is not None):
             if ev.accept_length is not None:
@@ -271,6 +361,8 @@ class DashboardStore:
         self.last_run = ev
         self.last_run_trial = ev.trial
         self.run_tok_s.append(ev.decode_tok_s)
+        self.point_runs += 1
+        self._bump("progress")
         if ev.request_rate is not None or ev.point_index or self.points:
             self.current_load = (f"{ev.request_rate:g} req/s" if ev.request_rate is not None
                                  else f"c={ev.concurrency}")
@@ -279,7 +371,8 @@ class DashboardStore:
 
     def _on_PointDone(self, ev: PointDone) -> None:
         self.points.append(ev)
-        self._bump("latency", "throughput")
+        self.latency.clear()  # the next point's percentiles start empty
+        self._bump("latency", "throughput", "curve", "progress")
 
     def _on_BenchSummary(self, ev: BenchSummary) -> None:
         self.summary = ev
@@ -321,16 +414,26 @@ class DashboardStore:
             # A new trial: its "now" figures start empty (a gap in every series), so the
             # previous trial's acceptance is never read as this one's.
             for series in (self.request_tok_s, self.server_tok_s, self.accept_length,
-                           self.accept_rate, self.ttft_s, self.itl_s):
+                           self.accept_rate, self.ttft_s, self.tpot_s):
                 series.append(None)
             self.server_has_acceptance = False
             self.last_request, self.last_run, self.trial_runs = None, None, []
             self.server_info = None  # this trial's server says its own version and spec config
-            self._bump("throughput", "acceptance", "latency", "header")
+            self.latency.clear()
+            self.request_times_s.clear()
+            self.errors_by_reason.clear()
+            self.trial_requests = 0
+            self.server_load = None
+            self.sweep_point = None
+            self.sweep_started_t_s = None
+            self.trial_started_t_s.setdefault(ev.name, ev.t_s)
+            self._bump("throughput", "acceptance", "latency", "header", "server", "progress")
         row = self.trials.setdefault(ev.name, TrialRow(ev.name))
         row.index, row.total, row.phase, row.message = ev.index, ev.total, ev.phase, ev.message
         self.current_trial = ev.name
-        self._bump("trials", "header")
+        if ev.phase in ("done", "failed", "skipped"):
+            self.trial_ended_t_s.setdefault(ev.name, ev.t_s)
+        self._bump("trials", "header", "progress", "throughput")
 
     def _on_TrialResult(self, ev: TrialResult) -> None:
         row = self.trials.setdefault(ev.name, TrialRow(ev.name))
@@ -346,6 +449,17 @@ class DashboardStore:
 
     def _on_Note(self, ev: Note) -> None:
         self.notes.append(ev)
+        point = point_note(ev.text)
+        if point is not None:
+            self.sweep_point = point
+            self.point_runs = 0
+            self.point_started_t_s = ev.t_s
+            if point[0] == 1 or self.sweep_started_t_s is None:
+                self.sweep_started_t_s = ev.t_s
+            self._bump("progress", "curve")
+        elif ev.source == "metrics" and "/metrics" in ev.text:
+            self.metrics_absent = ev.text
+            self._bump("server")
         self._bump("notes")
 
 

@@ -135,7 +135,7 @@ def events() -> list:
         tok_s = 54.0 + rng.gauss(0, 0.6)
         accept = 2.9 + rng.gauss(0, 0.08)
         out.append(RequestDone(t_s=now + 0.9, run_index=req_i // 5, request_index=req_i, prompt_tokens=30,
-                               completion_tokens=48, ttft_s=0.052 + rng.uniform(0, 0.008), itl_s=1 / tok_s,
+                               completion_tokens=48, ttft_s=0.052 + rng.uniform(0, 0.008), tpot_s=1 / tok_s,
                                e2e_s=0.9, decode_tok_s=tok_s, chunks=17, tokens_per_chunk=accept,
                                accept_length=accept, finish_reason="length"))
         req_i += 1
@@ -153,7 +153,7 @@ def events() -> list:
         if req_i % 5 == 0:
             runs.append(tok_s)
             out.append(RunDone(t_s=now + 0.95, run_index=req_i // 5 - 1, requests=5, duration_s=4.6,
-                               decode_tok_s=tok_s, output_tok_s=tok_s * 0.95, ttft_s=0.055, itl_s=1 / tok_s,
+                               decode_tok_s=tok_s, output_tok_s=tok_s * 0.95, ttft_s=0.055, tpot_s=1 / tok_s,
                                accept_length=accept, trial="eagle3"))
     out.append(LogLine(t_s=start + 41, line_no=line_no, level="warning", tp_rank=0,
                        text="KV cache pool is nearly full (token usage 0.93); retracting 0 requests"))

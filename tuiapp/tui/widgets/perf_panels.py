@@ -112,15 +112,15 @@ class LatencyPanel(_PerfPanel):
         req = s.last_request
         lines = [
             self._line(("TTFT ", "spark"), (fmt.ms(req.ttft_s if req else None), "value")),
-            self._line(("ITL  ", "rx"), (fmt.ms(req.itl_s if req else None), "value")),
+            self._line(("TPOT ", "rx"), (fmt.ms(req.tpot_s if req else None), "value")),
         ]
         rows = max(1, self.size.height - len(lines))
         ms = {"scale": 1000.0, "unit": "ms"}
         if rows >= 4:
             lines += self._chart("ttft", s.ttft_s, rows // 2, **ms)
-            lines += self._chart("itl", s.itl_s, rows - rows // 2, "rx", **ms)
+            lines += self._chart("tpot", s.tpot_s, rows - rows // 2, "rx", **ms)
         else:
-            lines += self._chart("itl", s.itl_s, rows, "rx", **ms)
+            lines += self._chart("tpot", s.tpot_s, rows, "rx", **ms)
         if req is not None and not req.ok:
             lines.insert(0, self._line(("last request failed", "error")))
         return self._join(lines)
