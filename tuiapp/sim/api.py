@@ -2,7 +2,8 @@
 
 Routes: /generate, /v1/completions, /v1/chat/completions, /v1/models, /health,
 /health_generate, /ready, /model_info, /get_model_info, /server_info, /get_server_info,
-/flush_cache, /metrics (with --enable-metrics) and the simulator's own /sim/gpus.
+/flush_cache, /metrics (with --enable-metrics), /v1/loads and /get_load (tuiapp.sim.loads) and
+the simulator's own /sim/gpus.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import orjson
 from tuiapp.sim import textgen
 from tuiapp.sim.engine import SimRequest
 from tuiapp.sim.http import Connection, Request, phrase
+from tuiapp.sim.loads import LoadsBoard
 from tuiapp.sim.metrics import render_metrics
 
 SAMPLING_KEYS = (
@@ -64,6 +66,7 @@ class Api:
     def __init__(self, sim):
         self.sim = sim  # tuiapp.sim.server.SimServer
         self.salt = 0
+        self.loads = LoadsBoard(sim)
 
     # ------------------------------------------------------------ dispatch
     async def handle(self, req: Request, conn: Connection) -> None:
@@ -157,7 +160,21 @@ class Api:
             "waiting requests, the operation will not be performed.)\n", None)  # real: no content-type
 
     async def metrics(self, req, conn):
-        self.reply(conn, req, 200, render_metrics(self.sim), "text/plain; version=0.0.4; charset=utf-8")
+        text = render_metrics(self.sim)
+        if self.sim.ns.sim_metric_names == "underscore":  # a router's /engine_metrics, Prometheus escaping
+            text = text.replace("sglang:", "sglang_")
+        self.reply(conn, req, 200, text, "text/plain; version=0.0.4; charset=utf-8")
+
+    async def v1_loads(self, req, conn):
+        # shared memory, no scheduler call: answers while a rank is wedged (its slot frozen)
+        status, body = self.loads.v1_loads(req.query.get("include"), req.query.get("dp_rank"))
+        self.reply(conn, req, status, body)
+
+    async def get_load(self, req, conn):
+        s = self.sim.scheduler
+        if s.hung or s.hung_dp:  # a scheduler RPC: a wedged rank never answers
+            await asyncio.Future()
+        self.reply(conn, req, 200, self.loads.get_load())
 
     async def models(self, req, conn):
         sim = self.sim
@@ -217,6 +234,8 @@ class Api:
             "spec_num_correct_drafts": r.correct_drafts,
             "spec_num_proposed_drafts": r.proposed_drafts,
             "spec_verify_ct": r.spec_verify_ct,
+            "spec_accept_histogram": list(r.accept_hist),
+            **({"spec_cap_lens_histogram": list(r.cap_hist)} if self.sim.plan.spec_adaptive else {}),
         }
 
     def _spec_details(self, r: SimRequest) -> dict:
@@ -229,7 +248,8 @@ class Api:
             "spec_cap_length": float(steps + 1), "spec_block_accept_length": d["spec_accept_length"],
             "spec_num_correct_drafts": d["spec_num_correct_drafts"],
             "spec_num_proposed_drafts": d["spec_num_proposed_drafts"], "spec_verify_ct": d["spec_verify_ct"],
-            "spec_correct_drafts_histogram": [], "spec_cap_lens_histogram": [],
+            "spec_correct_drafts_histogram": d["spec_accept_histogram"],
+            "spec_cap_lens_histogram": d.get("spec_cap_lens_histogram", []),
         }
 
     def _watch(self, conn: Connection, reqs: list[SimRequest], done: asyncio.Future) -> None:
@@ -474,4 +494,6 @@ ROUTES = {
     "/get_server_info": (_GET, "server_info"),
     "/flush_cache": (("GET", "POST"), "flush_cache"),
     "/metrics": (_GET, "metrics"),
+    "/v1/loads": (_GET, "v1_loads"),
+    "/get_load": (_GET, "get_load"),
 }

@@ -115,7 +115,8 @@ _FLAGS: list[tuple[tuple[str, ...], dict]] = [
     (("--weight-version",), dict(type=str, default="default", help="Version identifier for the model weights.")),
 ]
 
-SIM_FAULT_KINDS = ("oom", "decode_oom", "assertion", "nccl_timeout", "hang", "kv_pressure", "nan", "crash")
+SIM_FAULT_KINDS = ("oom", "decode_oom", "assertion", "nccl_timeout", "hang", "kv_pressure", "nan", "crash",
+                   "rank_hang")
 
 
 def _fault(text: str) -> tuple[str, float | None]:
@@ -128,6 +129,16 @@ def _fault(text: str) -> tuple[str, float | None]:
         raise argparse.ArgumentTypeError(f"bad fault time {at!r}") from exc
 
 
+def _rates(text: str) -> tuple[float, ...]:
+    try:
+        rates = tuple(float(x) for x in text.split(","))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"bad acceptance list {text!r}") from exc
+    if not rates or any(not 0.0 <= p <= 1.0 for p in rates):
+        raise argparse.ArgumentTypeError(f"acceptance must be between 0 and 1: {text!r}")
+    return rates
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser()
     for flags, kwargs in _FLAGS:
@@ -137,6 +148,9 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-seed", type=int, default=0, help="Seed for acceptance draws, interleaving and fault ranks.")
     sim.add_argument("--sim-gpus", type=int, default=8, help="Number of modelled GPUs (NVIDIA RTX PRO 6000 Blackwell, 96 GB, PCIe Gen5 x16).")
     sim.add_argument("--sim-fault", type=_fault, action="append", default=[], metavar="KIND[@SECONDS]", help=f"Inject a runtime fault SECONDS after ready (default: at the first decode step). KIND: {', '.join(SIM_FAULT_KINDS)}.")
+    sim.add_argument("--sim-spec-accept", type=_rates, default=None, metavar="P1[,P2...]", help="Speculative acceptance of each draft position given the one before was accepted (one value: every position; default 0.81).")
+    sim.add_argument("--sim-spec-adaptive", action="store_true", help="Every other verify step has a budget of one draft fewer (adaptive steps): later positions go unobserved, not rejected.")
+    sim.add_argument("--sim-metric-names", choices=("colon", "underscore"), default="colon", help="Spell /metrics names sglang:x (the server) or sglang_x (a router's /engine_metrics, Prometheus escaping).")
     sim.add_argument("--sim-step-ms", type=float, default=None, help="Override the modelled decode step at batch 1; prefill time scales with it (benchmarks of the simulator itself).")
     return parser
 

@@ -49,41 +49,58 @@ ITL_BUCKETS = (0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 
 
 
 class AcceptSampler:
-    """Accept length per verify step: 1 + leading accepted drafts (each with prob p).
+    """Accept length per verify step: 1 + leading accepted drafts (each position with its own
+    conditional probability; a float is the same at every position).
 
     Draws come from a seeded golden-ratio (Weyl) sequence through the inverse CDF, nudged
     by one when the running total strays more than two tokens from n x E[accept]: each
     step still varies between 1 and steps+1 with nearly the model's distribution, but a
     request's mean accept length stays within 0.7% of the expectation after 85 steps
-    (independent random draws: up to 13%; the Weyl sequence alone: 2%).
+    (independent random draws: up to 13%; the Weyl sequence alone: 2%). A step may have a
+    smaller budget (adaptive steps): its draw stops there.
     """
 
     GOLDEN = 0.6180339887498949
     NUDGE_AT = 2.0
 
-    def __init__(self, seed: int, p: float, steps: int):
+    def __init__(self, seed: int, p: float | tuple[float, ...], steps: int):
         self.u = random.Random(seed).random()
-        probs = [p**j * (1 - p) for j in range(steps)] + [p**steps]
-        self.mean = sum(p**j for j in range(steps + 1))
+        self.rates = tuple(p) if isinstance(p, tuple) else (p,) * steps
+        self.steps = steps
+        self._dists: dict[int, tuple[list[float], float]] = {}
+        self.cdf, self.mean = self._dist(steps)
         self.top = steps + 1
-        acc, self.cdf = 0.0, []
-        for q in probs:
-            acc += q
-            self.cdf.append(acc)
         self.drift = 0.0  # sum of draws minus n x mean
 
-    def draw(self) -> int:
+    def _dist(self, budget: int) -> tuple[list[float], float]:
+        got = self._dists.get(budget)
+        if got is None:
+            probs, reach = [], 1.0
+            for p in self.rates[:budget]:
+                probs.append(reach * (1 - p))
+                reach *= p
+            probs.append(reach)
+            acc, cdf = 0.0, []
+            for q in probs:
+                acc += q
+                cdf.append(acc)
+            got = self._dists[budget] = (cdf, sum((j + 1) * q for j, q in enumerate(probs)))
+        return got
+
+    def draw(self, budget: int | None = None) -> int:
+        cdf, mean = self._dist(self.steps if budget is None else budget)
+        top = len(cdf)
         self.u = (self.u + self.GOLDEN) % 1.0
-        a = len(self.cdf)
-        for i, c in enumerate(self.cdf):
+        a = top
+        for i, c in enumerate(cdf):
             if self.u < c:
                 a = i + 1
                 break
-        if self.drift + a - self.mean > self.NUDGE_AT and a > 1:
+        if self.drift + a - mean > self.NUDGE_AT and a > 1:
             a -= 1
-        elif self.drift + a - self.mean < -self.NUDGE_AT and a < self.top:
+        elif self.drift + a - mean < -self.NUDGE_AT and a < top:
             a += 1
-        self.drift += a - self.mean
+        self.drift += a - mean
         return a
 
 
@@ -93,7 +110,7 @@ class SimRequest:
         "stops", "walk", "completion_tokens", "output_ids", "text", "pending", "spec_verify_ct",
         "correct_drafts", "proposed_drafts", "finish_reason", "sink", "t_arrive", "t_first",
         "t_last", "t_done", "sampler", "retractions", "aborted", "itl_s", "streaming",
-        "t_admit", "resumed", "t_ready",
+        "t_admit", "resumed", "t_ready", "accept_hist", "cap_hist", "dp_rank",
     )
 
     def __init__(self, rid: str, prompt_ids: list[int], max_new: int, ignore_eos: bool,
@@ -126,6 +143,9 @@ class SimRequest:
         self.t_admit = 0.0  # first admission into a prefill batch (queue_time = t_admit - t_arrive)
         self.t_ready = 0.0  # when the tokenizer manager's serial stage hands it to the scheduler
         self.resumed = False  # retracted: its next prefill recomputes input + output so far
+        self.accept_hist: list[int] = []  # H[j]: verify steps that accepted exactly j drafts
+        self.cap_hist: list[int] = []  # C[c]: verify steps whose budget was c drafts
+        self.dp_rank = 0
 
     @property
     def queue_s(self) -> float:
@@ -170,6 +190,7 @@ class Scheduler:
         self.running: list[SimRequest] = []
         self.wake = asyncio.Event()
         self.hung = False
+        self.hung_dp: set[int] = set()  # DP ranks wedged alone (--sim-fault rank_hang)
         self.n_submitted = 0
         self.ingress_free_s = 0.0  # when the serial hand-over stage (model.INGRESS_S) is next free
         self.radix = RadixCache()
@@ -214,7 +235,11 @@ class Scheduler:
     # ------------------------------------------------------------ client side
     def submit(self, req: SimRequest) -> None:
         if self.plan.spec:
-            req.sampler = AcceptSampler(self.seed * 1_000_003 + self.n_submitted, self.plan.accept_p, self.plan.spec_num_steps)
+            req.sampler = AcceptSampler(self.seed * 1_000_003 + self.n_submitted, self.plan.position_rates(),
+                                        self.plan.spec_num_steps)
+            req.accept_hist = [0] * (self.plan.spec_num_steps + 1)
+            req.cap_hist = [0] * (self.plan.spec_num_steps + 1)
+        req.dp_rank = self.n_submitted % self.plan.dp_size  # round robin, as the DP controller's default
         self.n_submitted += 1
         req.t_arrive = self.clock()
         req.t_ready = max(req.t_arrive, self.ingress_free_s) + INGRESS_S * self.step_s / self.plan.step_s
@@ -499,7 +524,10 @@ class Scheduler:
                 r.finish_reason = {"type": "stop", "matched": "NaN happened"}
                 self._emit(r, now)
                 continue
-            n = r.sampler.draw() if spec else 1
+            if r.dp_rank in self.hung_dp:
+                continue  # its rank is wedged: the request waits for ever
+            budget = self.plan.step_budget(r.spec_verify_ct) if spec else 0
+            n = r.sampler.draw(budget) if spec else 1
             before = r.completion_tokens
             for _ in range(n):
                 self._append(r, now)
@@ -509,8 +537,10 @@ class Scheduler:
             produced += got
             if spec:
                 r.spec_verify_ct += 1
+                r.accept_hist[got - 1] += 1
+                r.cap_hist[budget] += 1
                 r.correct_drafts += got - 1
-                r.proposed_drafts += self.plan.spec_draft_tokens - 1
+                r.proposed_drafts += budget
                 correct += got - 1
             r.pending += got
             if r.finish_reason is not None or (flush and r.pending >= self.stream_interval):

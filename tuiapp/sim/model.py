@@ -175,6 +175,22 @@ class Plan:
     failure: str | None  # None = serves; else the name of the modelled failure (server.py)
     eager_step_s: float = 0.0  # the batch-1 step without decode CUDA graphs (0: = step_s)
     max_prefill_tokens: int = MAX_PREFILL_TOKENS
+    # --sim-spec-accept: each draft position's acceptance given the one before it was accepted
+    # (empty: accept_p at every position); --sim-spec-adaptive: every other verify step has a
+    # budget of one draft fewer, as SGLang's adaptive step count (#21599) gives
+    accept_rates: tuple[float, ...] = ()
+    spec_adaptive: bool = False
+
+    def position_rates(self) -> tuple[float, ...]:
+        """Conditional acceptance of draft positions 1..spec_num_steps."""
+        rates = self.accept_rates or (self.accept_p,)
+        return tuple(rates[min(i, len(rates) - 1)] for i in range(self.spec_num_steps))
+
+    def step_budget(self, verify_index: int) -> int:
+        """Drafts a request's ``verify_index``-th verify step may accept."""
+        if self.spec_adaptive and verify_index % 2:
+            return max(self.spec_num_steps - 1, 1)
+        return self.spec_num_steps
 
     @property
     def world_size(self) -> int:
@@ -185,7 +201,8 @@ class Plan:
     def mean_accept_len(self) -> float:
         if not self.spec:
             return 1.0
-        return sum(self.accept_p**j for j in range(self.spec_num_steps + 1))
+        budgets = (self.step_budget(0), self.step_budget(1))
+        return sum(_mean_length(self.position_rates()[:b]) for b in budgets) / 2
 
     @property
     def expected_tok_s(self) -> float:
@@ -305,6 +322,15 @@ def checkpoint_for(model_path: str) -> Checkpoint:
                       int(config.get("max_position_embeddings") or CONTEXT_LEN))
 
 
+def _mean_length(rates: tuple[float, ...]) -> float:
+    """1 + expected accepted drafts of a chain that stops at its first rejection."""
+    total, reach = 1.0, 1.0
+    for p in rates:
+        reach *= p
+        total += reach
+    return total
+
+
 def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None) -> Plan:
     """Resolve a parsed namespace (tuiapp.sim.args) plus environment into a Plan."""
     env = os.environ if env is None else env
@@ -415,6 +441,8 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
         eager_step_s=eager_ms / 1000.0,
         max_prefill_tokens=getattr(ns, "max_prefill_tokens", None) or MAX_PREFILL_TOKENS,
     )
+        accept_rates=tuple(getattr(ns, "sim_spec_accept", None) or ()),
+        spec_adaptive=bool(getattr(ns, "sim_spec_adaptive", False)) and steps > 1,
 
 
 def expected_tok_s(argv: list[str], env: Mapping[str, str] | None = None) -> float | None:
