@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from tuiapp.common.numfmt import GIB, NA, num
 from tuiapp.common.stats import ci95, mean, sd, verdict
 from tuiapp.events import Alert, BenchState, GpuSample, RunDone, ServerState, TrialResult, _Event
-from tuiapp.record.markdown import hms, table
+from tuiapp.record.markdown import hms, table, text
 from tuiapp.record.reading import Recording
 from tuiapp.record.svg import Band
 
@@ -173,7 +173,7 @@ def findings(facts: list[TrialFacts], start_t_s: float, results: list[TrialResul
                    + (f"{ci[0]:.2f}-{ci[1]:.2f}" if ci else NA) + f" (n={len(only.decode)}).")
     else:
         best = max(measured, key=lambda f: mean(f.decode) or 0.0)
-        out.append(f"- Fastest: **{best.name}**, {mean(best.decode):.2f} tok/s decode (n={len(best.decode)}).")
+        out.append(f"- Fastest: **{text(best.name)}**, {mean(best.decode):.2f} tok/s decode (n={len(best.decode)}).")
     against = bases(facts, results)
     for f in measured:
         base = against.get(f.name)
@@ -181,7 +181,7 @@ def findings(facts: list[TrialFacts], start_t_s: float, results: list[TrialResul
             continue
         delta = (mean(f.decode) or 0.0) - (mean(base.decode) or 0.0)
         pct = 100 * delta / (mean(base.decode) or 1.0)
-        out.append(f"- {f.name} vs {base.name}: {delta:+.2f} tok/s ({pct:+.1f}%), "
+        out.append(f"- {text(f.name)} vs {text(base.name)}: {delta:+.2f} tok/s ({pct:+.1f}%), "
                    f"{verdict(base.decode, f.decode)} (Welch, 5%; n={len(base.decode)} vs {len(f.decode)}).")
     for f in measured:
         base = against.get(f.name)
@@ -190,17 +190,17 @@ def findings(facts: list[TrialFacts], start_t_s: float, results: list[TrialResul
             continue
         ratio = mine / theirs
         if ratio >= 2 or ratio <= 0.5:
-            out.append(f"- PCIe while serving: {f.name} moves {mine / 1e9:.2f} GB/s per GPU on average, "
+            out.append(f"- PCIe while serving: {text(f.name)} moves {mine / 1e9:.2f} GB/s per GPU on average, "
                        + (f"{ratio:.0f}x" if ratio >= 2 else f"1/{1 / ratio:.0f} of")
-                       + f" {base.name}'s {theirs / 1e9:.2f} GB/s.")
+                       + f" {text(base.name)}'s {theirs / 1e9:.2f} GB/s.")
     for f in facts:
         for a in f.alerts:
             if a.severity == "error":
                 ranks = ",".join(map(str, a.ranks)) or "-"
                 first = a.message.splitlines()[0] if a.message else ""
-                out.append(f"- {f.name} failed: {a.alert_kind} on ranks {ranks} at "
-                           f"{hms(a.t_s - start_t_s)}: {first}")
+                out.append(f"- {text(f.name)} failed: {text(a.alert_kind)} on ranks {ranks} at "
+                           f"{hms(a.t_s - start_t_s)}: {text(first)}")
     for res in results:
         if res.row.get("confound"):
-            out.append(f"- {res.name}: {res.row['confound']}")
+            out.append(f"- {text(res.name)}: {text(res.row['confound'])}")
     return out

@@ -2,14 +2,21 @@
 findings, runs, alerts with their tracebacks folded, GPU peaks) with its SVG charts inline and
 its CSS inline, so the file can be mailed or attached to a ticket and opened anywhere, offline.
 
-The Markdown is rendered by markdown-it-py (CommonMark plus tables; raw HTML on, for the
-report's own ``<details>`` folds), the library Textual already uses for Markdown.
+The page is inert. Every text from the recording is escaped once as Markdown
+(:mod:`tuiapp.record.markdown`); the Markdown is then rendered by markdown-it-py (CommonMark
+plus tables, the library Textual already uses) with raw HTML, links and images turned off, so
+even a text that escaped the escaping renders as text. The report's own folds and charts are
+put in by markers that carry a random nonce, which no recorded text can know. A
+Content-Security-Policy meta tag is the second wall: no script, no fetch, no frame, no form;
+only the page's own style sheet (by its hash).
 """
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import html
-import re
+import secrets
 
 from markdown_it import MarkdownIt
 
@@ -41,6 +48,7 @@ _PAGE = """<!DOCTYPE html>
 <html lang="en">
 <head>
 <meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="{csp}">
 <meta name="viewport" content="width=device-width, initial-scale=1">
 <title>{title}</title>
 <style>{css}</style>
@@ -52,13 +60,44 @@ _PAGE = """<!DOCTYPE html>
 """
 
 
+def content_security_policy(css: str) -> str:
+    """Nothing may load or run: the one inline style sheet is allowed by its hash."""
+    digest = base64.b64encode(hashlib.sha256(css.encode("utf-8")).digest()).decode("ascii")
+    return (f"default-src 'none'; style-src 'sha256-{digest}'; img-src 'none'; script-src 'none'; "
+            "base-uri 'none'; form-action 'none'")
+
+
+def _renderer() -> MarkdownIt:
+    md = MarkdownIt("commonmark", {"html": False}).enable("table")
+    # nothing in a report links anywhere; its charts are inlined below, never fetched
+    md.disable(["link", "image", "autolink"])
+    return md
+
+
 def build_html(rec: Recording) -> str:
-    markdown, svgs = build_report(rec, lambda suffix: f"chart-{suffix}.svg")
-    renderer = MarkdownIt("commonmark", {"html": True}).enable("table")
-    body = renderer.render(markdown)
+    nonce = secrets.token_hex(12)
+    folds: list[str] = []
+
+    def folded(summary: str, body: list[str]) -> list[str]:
+        folds.append(summary)
+        return [f"tuiappfold{nonce}open{len(folds) - 1}", "", *body, "", f"tuiappfold{nonce}close", ""]
+
+    markdown, svgs = build_report(rec, lambda suffix: f"chart-{nonce}-{suffix}.svg", folded)
+    body = _renderer().render(markdown)
+    for k, summary in enumerate(folds):
+        body = body.replace(f"<p>tuiappfold{nonce}open{k}</p>",
+                            f"<details><summary>{html.escape(summary)}</summary>", 1)
+    body = body.replace(f"<p>tuiappfold{nonce}close</p>", "</details>")
     for name, svg in svgs.items():
-        pattern = re.compile(r'<img src="' + re.escape(name) + r'" alt="([^"]*)"\s*/?>')
-        # the chart's own title and the heading above it name it: no caption
-        body = pattern.sub(lambda m, svg=svg: f'<figure aria-label="{m.group(1)}">{svg.strip()}</figure>', body)
-    title = html.escape(markdown.splitlines()[0].lstrip("# ").strip())
-    return mask(_PAGE.format(title=title, css=_CSS.strip(), body=body.strip()))
+        # the report's own image line, as the renderer prints it with images off
+        for line in markdown.splitlines():
+            if line.startswith("![") and line.endswith(f"]({name})"):
+                alt = line[2:-len(f"]({name})")]
+                shown = html.escape(f"![{alt}]({name})", quote=False)
+                # the chart's own title and the heading above it name it: no caption
+                body = body.replace(f"<p>{shown}</p>",
+                                    f'<figure aria-label="{html.escape(alt)}">{svg.strip()}</figure>', 1)
+    title = html.escape(mask(str(rec.header.get("title") or rec.path.name)))
+    css = _CSS.strip()
+    return _PAGE.format(csp=content_security_policy(css), title=f"tuiapp report: {title}", css=css,
+                        body=mask(body.strip()))
