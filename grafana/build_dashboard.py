@@ -113,8 +113,10 @@ def build() -> dict:
         panel(16, "PCIe throughput", "timeseries", (8, 39, 8, 8),
               [target("tuiapp_gpu_pcie_rx_bytes_per_second", "RX GPU {{gpu}}", "A"),
                target("tuiapp_gpu_pcie_tx_bytes_per_second", "TX GPU {{gpu}}", "B"),
-               target("rate(DCGM_FI_PROF_PCIE_RX_BYTES[1m])", "dcgm RX GPU {{gpu}}", "C"),
-               target("rate(DCGM_FI_PROF_PCIE_TX_BYTES[1m])", "dcgm TX GPU {{gpu}}", "D")], unit="Bps"),
+               # dcgm-exporter's PCIe fields are gauges already in bytes/s: rate() of them is nonsense
+               target("DCGM_FI_PROF_PCIE_RX_BYTES", "dcgm RX GPU {{gpu}}", "C"),
+               target("DCGM_FI_PROF_PCIE_TX_BYTES", "dcgm TX GPU {{gpu}}", "D")], unit="Bps",
+              description="tuiapp's NVML counters and dcgm-exporter's DCGM_FI_PROF_PCIE_*_BYTES gauges, both bytes/s"),
         panel(17, "GPU utilisation and power", "timeseries", (16, 39, 8, 8),
               [target("tuiapp_gpu_utilization_ratio * 100", "util % GPU {{gpu}}", "A"),
                target("DCGM_FI_DEV_GPU_UTIL", "dcgm util % GPU {{gpu}}", "B"),

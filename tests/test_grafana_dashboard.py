@@ -42,6 +42,10 @@ def names_in(text: str) -> set[str]:
 
 
 def tuiapp_names() -> set[str]:
+    return names_in(tuiapp_exposition())
+
+
+def tuiapp_exposition() -> str:
     ep = MetricsEndpoint("127.0.0.1", 0)
     try:
         for event in (TrialState(name="t", index=1, total=1, phase="running"), ServerState(state="ready"),
@@ -57,7 +61,7 @@ def tuiapp_names() -> set[str]:
                                 request_throughput_req_s=1, ttft_p99_ms=5, goodput_req_s=1, goodput_share=1, trial="t"),
                       TrialResult(name="t", status="ok")):
             ep.apply(event)
-        return names_in(httpx.get(ep.url, timeout=10).text)
+        return httpx.get(ep.url, timeout=10).text
     finally:
         ep.close()
 
@@ -84,3 +88,25 @@ def test_every_queried_series_exists():
     titles = {p["title"] for p in board["panels"]}
     assert {"Trial timeline", "Incidents (kind, ranks, message)", "PCIe throughput", "GPU memory used"} <= titles
     assert len({p["id"] for p in board["panels"]}) == len(board["panels"])
+
+
+def kinds_in(text: str) -> dict[str, str]:
+    """Sample name -> its family's type (counter, gauge, histogram...), as the exposition says."""
+    return {s.name: fam.type for fam in text_string_to_metric_families(text) for s in fam.samples}
+
+
+RATE_OF = re.compile(r"\b(rate|irate|increase)\(\s*([A-Za-z_:][A-Za-z0-9_:]*)")
+
+
+def test_rate_is_taken_only_of_counters_never_of_a_gauge():
+    """rate() of a gauge (dcgm-exporter's PCIe fields are bytes/s already) draws its slope, not its value."""
+    board = json.loads(DASHBOARD.read_text())
+    kinds = (kinds_in(tuiapp_exposition()) | kinds_in((DATA / "bench" / "metrics_sglang_0.5.23_cpu.txt").read_text())
+             | kinds_in((DATA / "telemetry" / "dcgm_node_a.prom").read_text()))
+    assert kinds["DCGM_FI_PROF_PCIE_RX_BYTES"] == kinds["DCGM_FI_PROF_PCIE_TX_BYTES"] == "gauge"
+    rated = [(fn, name) for expr in exprs(board) for fn, name in RATE_OF.findall(expr)]
+    assert rated, "the dashboard takes rates of tuiapp's counters"
+    for fn, name in rated:
+        assert kinds.get(name) in ("counter", "histogram", "summary"), f"{fn}({name}): {kinds.get(name)}"
+    pcie = next(p for p in board["panels"] if p["title"] == "PCIe throughput")
+    assert {"DCGM_FI_PROF_PCIE_RX_BYTES", "DCGM_FI_PROF_PCIE_TX_BYTES"} <= {t["expr"] for t in pcie["targets"]}
