@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 from tuiapp.bench.client import RequestResult
+from tuiapp.bench.outcome import classify, reason_text
 from tuiapp.common import acceptance, stats
 from tuiapp.events import Alert, RequestDone, RunDone
 
@@ -10,10 +13,12 @@ NAN_ALERT_ID = 4_000_001  # fixed: the bench's one numerical-fault alert
 
 
 def request_event(run_index: int, req_index: int, r: RequestResult) -> RequestDone:
+    outcome = classify(r)
     return RequestDone(
         run_index=run_index,
         request_index=req_index,
-        ok=r.ok,
+        ok=outcome == "ok",
+        outcome=outcome,
         error=r.error,
         prompt_tokens=r.prompt_tokens,
         completion_tokens=r.completion_tokens,
@@ -36,8 +41,10 @@ def request_event(run_index: int, req_index: int, r: RequestResult) -> RequestDo
 
 
 def run_event(run_index: int, done: list[RequestResult], wall_s: float, concurrency: int, trial: str | None) -> RunDone:
-    good = [r for r in done if r.ok]
-    failed = [r for r in done if not r.ok and not r.cancelled]
+    outcomes = [classify(r) for r in done]
+    good = [r for r, o in zip(done, outcomes, strict=True) if o == "ok"]
+    failed = [reason_text(r, o) for r, o in zip(done, outcomes, strict=True) if o not in ("ok", "cancelled")]
+    by_reason = Counter(o for o in outcomes if o not in ("ok", "cancelled"))
     decode = [d for r in good if (d := r.decode_tok_s) is not None]
     tokens = sum(r.completion_tokens or 0 for r in good)
     verify = sum(r.spec_verify_ct or 0 for r in good if r.accept_length is not None)
@@ -47,7 +54,8 @@ def run_event(run_index: int, done: list[RequestResult], wall_s: float, concurre
         run_index=run_index,
         requests=len(done),
         errors=len(failed),
-        first_error=failed[0].error if failed else None,
+        errors_by_reason=dict(sorted(by_reason.items())),
+        first_error=failed[0] if failed else None,
         concurrency=concurrency,
         duration_s=wall_s,
         decode_tok_s=stats.mean(decode),
