@@ -26,6 +26,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from tuiapp.logwatch.catalogue import known_error
+from tuiapp.logwatch.generic import generic_death, generic_error
 from tuiapp.logwatch.prefix import CPP_LOG_RE
 
 EXC_RE = re.compile(
@@ -176,6 +178,13 @@ _ANY_DEATH_RE = re.compile("|".join(f"(?:{r.regex.pattern})" for r in _DEATH_RUL
 _GLOO_RULE = Rule("nccl", re.compile(""), prio=PRIORITY.index("nccl"))
 _BARE_RULE = Rule("error", _BARE_EXC_RE, prio=PRIORITY.index("error"))
 _FINAL_RULE = Rule("error", EXC_RE, prio=PRIORITY.index("error"))
+# the generic layer (generic.py, catalogue.py): what no family knows is an error or a death
+_GENERIC_RULE = Rule("error", re.compile(""), prio=PRIORITY.index("error"))
+_GENERIC_DEATH_RULE = Rule("crash", re.compile(""), signature="crash", prio=_CRASH, specific=2)
+_NOT_A_FAILURE = ("WARNING", "Warning", "WARN", "INFO", "DEBUG", "NOTICE", "TRACE")
+_FRAME = '  File "'
+_C10_COLLECTIVE = " ProcessGroup"
+_GROUP_HEAD = "Exception Group Traceback"
 
 _RANK_RES = [
     re.compile(r"^Subprocess scheduler_(\d+) "),
@@ -203,6 +212,9 @@ class Finding:
     line_index: int = 0  # which line of the record the message came from
     specific: int = 1  # crash findings: how much the message says about the death
     death: Finding | None = None  # the same record also shows the process dying
+    # a consequence of another failure (a c10 line after the collective it reports, the
+    # launcher's EOFError after a death, a 500 answered for it): joins that incident if open
+    knock_on: bool = False
 
 
 def clean(line: str) -> str:
@@ -261,7 +273,11 @@ def final_exception(body: list[str]) -> tuple[int, str] | None:
     seen_tb = False
     last = None
     for i, line in enumerate(body):
-        if not line or line[0].isspace():
+        if not line:
+            continue
+        if line[0].isspace():
+            # a traceback that lost its head (a paste, a log that starts mid-traceback)
+            seen_tb = seen_tb or line.startswith(_FRAME)
             continue
         if _TB_HEAD in line:
             seen_tb = True
@@ -318,8 +334,55 @@ def _wrapped_line(body: list[str]) -> tuple[float, Rule, int, str] | None:
     return None
 
 
+def _ungroup(body: list[str]) -> list[str]:
+    """An exception group's ``| ``-drawn tracebacks as plain ones (the sub-exception printed
+    last is the one shown)."""
+    out = []
+    for line in body:
+        s = line.lstrip()
+        if s.startswith(("+-", "+=")):
+            out.append("")
+            continue
+        if s.startswith(("| ", "+ ")) or s == "|":
+            while s.startswith(("| ", "+ ")):
+                s = s[2:]
+            line = "" if s == "|" else s
+        out.append(line)
+    return out
+
+
+_KNOCK_ON_EXC = ("EOFError", "BrokenPipeError", "ConnectionResetError", "ConnectionRefusedError")
+
+
+def _knock_on_traceback(body: list[str], message: str) -> bool:
+    """The launcher's or the web server's traceback after a death: a pipe to a dead child
+    (EOFError and friends), or the HTTP server's lifespan failing because start-up did."""
+    if message.startswith(_KNOCK_ON_EXC):
+        return True
+    return any(b.startswith(_FRAME) and b.endswith(", in lifespan") for b in body)
+
+
+def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule, int, str] | None:
+    """The generic layer: a record no family knows that still reports a failure."""
+    for idx, line in cands:
+        if not line or line.startswith(_NOT_A_FAILURE):
+            continue
+        if generic_death(line):
+            return (_GENERIC_DEATH_RULE.prio, _GENERIC_DEATH_RULE, idx, line)
+        raw = body[idx]
+        if raw[:1] == "[" and (m := CPP_LOG_RE.match(raw)) is not None and m.group(1) in "EF":
+            # c10's own error level; the process group's lines belong to the collective burst
+            return (_GLOO_RULE.prio, _GLOO_RULE, idx, line) if _C10_COLLECTIVE in m.group(0) else (
+                _GENERIC_RULE.prio, _GENERIC_RULE, idx, line)
+        if generic_error(line) or known_error(line):
+            return (_GENERIC_RULE.prio, _GENERIC_RULE, idx, line)
+    return None
+
+
 def classify(body: list[str]) -> Finding | None:
     """The record's finding, None for an ordinary line."""
+    if len(body) > 2 and any(_GROUP_HEAD in b for b in body):
+        body = _ungroup(body)
     cands = candidates(body)
     if not cands or cands[0][1].startswith("Exception ignored in"):
         return None  # interpreter-shutdown noise from __del__
@@ -340,7 +403,7 @@ def classify(body: list[str]) -> Finding | None:
     if best is None and body[0].startswith("[") and _GLOO_C10_RE.match(body[0]):
         best = (_GLOO_RULE.prio, _GLOO_RULE, 0, cands[0][1])
     has_tb = any(_TB_HEAD in b for b in body)
-    final = final_exception(body) if has_tb else None
+    final = final_exception(body) if has_tb or (len(body) > 1 and any(b.startswith(_FRAME) for b in body)) else None
     if final is not None:
         # the kind follows the exception printed last, unless it only wraps its cause
         frule = _match(final[1])
@@ -356,7 +419,9 @@ def classify(body: list[str]) -> Finding | None:
                 return None
             best = (_BARE_RULE.prio, _BARE_RULE, 0, head)
         elif final is None:
-            return None
+            best = _generic(body, cands)
+            if best is None:
+                return None
         else:
             name = _exc_name(final[1])
             if name in _QUIET_EXC or name.endswith("Warning"):
@@ -386,6 +451,9 @@ def classify(body: list[str]) -> Finding | None:
     incomplete = rule.kind == "error" and final is None and has_tb
     f = Finding(rule.kind, rule.severity, message, signature, ranks, final is not None, aliases, incomplete,
                 idx, rule.specific)
+    f.knock_on = rule is _GLOO_RULE and best is not None and best[1] is _GLOO_RULE and idx < len(body) and (
+        _C10_COLLECTIVE in body[idx][:80]) or rule.kind == "request" or (
+        rule.kind == "error" and _knock_on_traceback(body, message))
     if death is not None and rule.kind != "crash":
         _, drule, didx, dline = death
         f.death = Finding("crash", "error", dline.strip()[:_MAX_MESSAGE], "crash", list(ranks),

@@ -23,6 +23,7 @@ from itertools import pairwise
 
 import orjson
 
+JSON_KEYS = ("log", "message", "msg", "MESSAGE", "line")
 ENVELOPE_SAMPLE = 8  # non-blank lines looked at before the envelope is fixed
 MIN_SHARE = 0.75  # of them that must carry it
 
@@ -35,18 +36,29 @@ _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
 ENVELOPES: dict[str, re.Pattern[str]] = {
     # docker's json-file driver as stored on disk: {"log":"<line>\n","stream":"stdout","time":"..."}
     "docker_json": re.compile(r'\{\s*"log"\s*:\s*"'),
+    # other JSON lines (fluent-bit, Vector, journalctl -o json, Loki's JSON export): the line
+    # is the string under one of these keys
+    "json": re.compile(r'\{.*"(?:' + "|".join(JSON_KEYS) + r')"\s*:\s*"'),
+    # Loki's logcli: "<ts> {app="sglang", pod="..."} <line>"
+    "loki": re.compile(r"(?P<t>" + _TS + r")\s+\{[^{}]*\}\s"),
+    # syslog (RFC 5424) as a relay forwards it: "<13>1 <ts> host app pid msgid - "
+    "syslog": re.compile(r"<\d{1,3}>1 (?P<t>" + _TS + r") \S+ \S+ \S+ \S+ (?:-|\[[^\]]*\]) "),
     "cri": re.compile(r"(?P<t>" + _TS + r") (?:stdout|stderr) [FP] "),
     "docker_ts": re.compile(r"(?P<t>" + _TS + r") "),
     # one separator only: what follows may be an indented traceback line
     "cloud": re.compile(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)\s+(?P<t>" + _TS + r")[ \t]"),
     "kibana": re.compile(r"(?P<t>" + _MON + r" \d{1,2}, \d{4} @ \d\d:\d\d:\d\d(?:\.\d+)?)(?:\t| {4}| )"),
     "bracket_iso": re.compile(r"\[(?P<t>" + _TS + r")\] "),
-    "journald": re.compile(r"(?P<t>" + _MON + r" [ \d]\d \d\d:\d\d:\d\d) \S+ [\w.@/-]+(?:\[\d+\])?: "),
+    # Grafana's log table copied or downloaded: "2025-06-01 10:00:00.123<tab or spaces>"
+    "grafana": re.compile(r"(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z| ?[+-]\d\d:?\d\d)?)(?:\t| {2,}| (?=\[))"),
+    "journald": re.compile(r"(?P<t>" + _MON + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) \S+ [\w.@/-]+(?:\[\d+\])?: "),
     "journald_iso": re.compile(r"(?P<t>" + _TS + r") \S+ [\w.@/-]+(?:\[\d+\])?: "),
     "kubectl": re.compile(r"\[pod/[\w.-]+/[\w.-]+\] "),
-    "compose": re.compile(r"[\w.-]+\s*\| "),
+    "compose": re.compile(r"[\w.@-]+\s*\| "),  # also swarm's "svc.1.id@node    | "
+    # a paste quoted in markdown, line by line
+    "quote": re.compile(r"> ?"),
 }
-_ORDER = list(ENVELOPES)  # more specific first: cri before docker_ts, journald_iso after both
+_ORDER = list(ENVELOPES)  # more specific first: cri and loki before docker_ts, journald_iso after both
 
 
 def strip_ansi(text: str) -> str:
@@ -76,16 +88,18 @@ class EnvelopeDetector:
         if not self.decided and text.strip():
             self._sample.append(text)
             self._decide(final=len(self._sample) >= ENVELOPE_SAMPLE)
-        if self.layers and self.layers[0] == "docker_json":
+        if self.layers and self.layers[0] in _JSON_LAYERS:
             text = _json_log(text)
         text = strip_ansi(text)
         for name in self.layers:
-            if name == "docker_json":
+            if name in _JSON_LAYERS:
                 continue
             m = ENVELOPES[name].match(text)
             if m is None:
                 break
             text = text[m.end():]
+        if text[:3] in _FENCES:
+            return ""  # a code fence around a pasted log is not part of it
         return strip_ray(text)
 
     def _decide(self, final: bool) -> None:
@@ -100,7 +114,7 @@ class EnvelopeDetector:
             if hits == 0 or (final and hits < len(lines) * MIN_SHARE):
                 break
             layers.append(best)
-            if best == "docker_json":
+            if best in _JSON_LAYERS:
                 lines = [strip_ansi(_json_log(t)) for t in lines]
                 continue
             rx = ENVELOPES[best]
@@ -120,6 +134,10 @@ class EnvelopeDetector:
         return m.group("t")
 
 
+_JSON_LAYERS = ("docker_json", "json")
+_FENCES = ("```", "~~~")
+
+
 def _json_log(text: str) -> str:
     if not text.startswith("{"):
         return text
@@ -127,8 +145,13 @@ def _json_log(text: str) -> str:
         obj = orjson.loads(text)
     except orjson.JSONDecodeError:
         return text
-    log = obj.get("log") if isinstance(obj, dict) else None
-    return log.rstrip("\n") if isinstance(log, str) else text
+    if not isinstance(obj, dict):
+        return text
+    for key in JSON_KEYS:
+        log = obj.get(key)
+        if isinstance(log, str):
+            return log.rstrip("\n")
+    return text
 
 
 def entries_newest_first(lines: list[str], det: EnvelopeDetector) -> bool:

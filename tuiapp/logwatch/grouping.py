@@ -35,6 +35,8 @@ KV_PRESSURE_WINDOW_S = 60.0  # retractions come in episodes; one alert per episo
 # NaN logits, a kernel Xid): one incident per episode whose count grows, not one per request.
 REPEAT_WINDOW_S = {"kv_pressure": KV_PRESSURE_WINDOW_S, "transfer": 60.0, "request": 60.0, "numerical": 60.0,
                    "xid": 60.0}
+KNOCK_ON_REQUEST_S = 1.0  # a 500 answered within this of a failure was answered for it
+KNOCK_ON_REQUEST_LINES = 40
 MAX_TRACEBACK_CHARS = 64 * 1024
 MAX_INCIDENTS = 10_000
 
@@ -119,6 +121,11 @@ class AlertGrouper:
             self._join(into, ranks, line_no, sig_line, text, f, log_t, wall_s, continued=True)
             self._register(keys, into)
             return into
+        if f.knock_on:
+            target = self._cause_of(f, log_t, wall_s, line_no)
+            if target is not None:
+                self._join(target, ranks, line_no, sig_line, text, f, log_t, wall_s, counted=False)
+                return target
         if f.kind == "crash":
             return self._add_crash(f, ranks, line_no, sig_line, text, log_t, wall_s)
         if f.incomplete:
@@ -144,6 +151,20 @@ class AlertGrouper:
         if f.severity == "error":
             self._adopt(inc)
         return inc
+
+    def _cause_of(self, f: Finding, log_t: float | None, wall_s: float, line_no: int) -> Incident | None:
+        """The open incident a knock-on belongs to: the collective burst a c10 line follows,
+        the failure a 500 was answered for in the same second, the death (or error) a
+        launcher's or web server's traceback came after."""
+        if f.kind == "nccl":
+            return self._latest(lambda i: i.kind == "nccl", log_t, wall_s, self.window_s)
+        if f.kind == "request":
+            # an access-log line has no time of its own: read at once (logscan) every line
+            # arrives together, so closeness in the log stands in for the same second
+            return self._latest(lambda i: i.severity == "error" and (
+                log_t is not None or abs(line_no - i.signature_line) <= KNOCK_ON_REQUEST_LINES),
+                log_t, wall_s, KNOCK_ON_REQUEST_S)
+        return self._latest(lambda i: i.severity == "error", log_t, wall_s, CONSEQUENCE_S)
 
     def _open(self, f: Finding, ranks: list[int], line_no: int, sig_line: int, text: str,
               log_t: float | None, wall_s: float, caused_by: int | None = None) -> Incident:
@@ -217,9 +238,9 @@ class AlertGrouper:
             self._by_sig[key] = inc
 
     def _join(self, inc: Incident, ranks: list[int], line_no: int, sig_line: int, text: str, f: Finding,
-              log_t: float | None, wall_s: float, continued: bool = False) -> None:
+              log_t: float | None, wall_s: float, continued: bool = False, counted: bool = True) -> None:
         changed = False
-        if not continued:
+        if not continued and counted:
             inc.count += 1
             changed = True
         if line_no < inc.first_line:  # a record finished late (a traceback cut short)
@@ -232,11 +253,13 @@ class AlertGrouper:
         if new:
             inc.ranks.extend(new)
             changed = True
-        if not continued and f.kind == inc.kind and f.specific > inc.specific:
+        if not counted:
+            pass  # a knock-on: the incident keeps its own message
+        elif not continued and f.kind == inc.kind and f.specific > inc.specific:
             # a later line of the same burst says more (NVSHMEM's summary after its source lines)
             inc.message, inc.signature_line, inc.specific = f.message, sig_line, f.specific
             changed = True
-        if f.severity == "error" and inc.severity != "error":
+        if counted and f.severity == "error" and inc.severity != "error":
             inc.severity = "error"  # e.g. failed health checks, then the watchdog fires
             inc.message, inc.signature_line = f.message, sig_line
             changed = True
@@ -250,7 +273,7 @@ class AlertGrouper:
                 inc.has_traceback = inc.has_traceback or f.has_traceback
                 inc.traceback = (inc.traceback + "\n" + text)[:MAX_TRACEBACK_CHARS]
                 changed = True
-        elif f.has_traceback and not inc.has_traceback:
+        elif counted and f.has_traceback and not inc.has_traceback:
             # e.g. "Prefill out of memory" logged first, its traceback right after
             inc.has_traceback = True
             inc.traceback = text[:MAX_TRACEBACK_CHARS]

@@ -42,6 +42,7 @@ from tuiapp.logwatch.classify import (
     classify,
 )
 from tuiapp.logwatch.envelope import EnvelopeDetector
+from tuiapp.logwatch.generic import RECORD_START_RE
 from tuiapp.logwatch.grouping import AlertGrouper
 from tuiapp.logwatch.lines import Line, LineSplitter
 from tuiapp.logwatch.prefix import (
@@ -65,6 +66,7 @@ POLL_S = 0.02
 # access-log lines each cost a read and a quiet wake-up before.
 UNALARMING_WAIT_S = 0.5
 READY_TEXT = READY_LINE.decode()
+_TB_HEADS = (_TB_HEAD, "Exception Group Traceback")
 _CHAIN_MARKERS = ("The above exception was the direct cause", "During handling of the above exception")
 
 _STANDALONE_RE = re.compile(
@@ -85,6 +87,7 @@ _RAW_START_RE = re.compile(
     r"|Process \w+-\d+:$|Exception ignored in|usage: |\[[EF] \w+\.cpp:\d+\] "
 )
 _ARGPARSE_RE = re.compile(ARGPARSE_ERROR)
+_NOT_A_START = " \t\n"
 _NVSHMEM_RE = re.compile(NVSHMEM_SOURCE_LINE)
 # A record glued after a progress bar that ended without "\r" (a pasted terminal capture).
 _GLUED_RE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
@@ -386,7 +389,11 @@ class LogWatcher:
         if _STANDALONE_RE.match(text) or ("NVRM: " in text and _NVRM_RE.match(text)):
             self._standalone(line, orig, wall, text)
             return
+        if text[:1] == " " and "+ Exception Group Traceback" in text[:60]:
+            text = text.lstrip()[2:]  # an exception group's head opens a traceback as "Traceback" does
         raw = bool(_RAW_START_RE.match(text)) or ("nvshmem" in text and bool(_NVSHMEM_RE.match(text)))
+        if not raw and text[:1] not in _NOT_A_START and RECORD_START_RE.match(text):
+            raw = True  # a line another process printed in its own format (a router, a runtime)
         if not raw and "error: " in text and _ARGPARSE_RE.match(text):
             # argparse's error line starts a record, unless it closes its usage text
             raw = self._open is None or not self._open.body[0].startswith("usage: ")
@@ -418,7 +425,7 @@ class LogWatcher:
 
     def _continuation_target(self, text: str) -> Record | None:
         cur = self._open
-        if text.startswith(_TB_HEAD):
+        if text.startswith(_TB_HEADS):
             if cur is not None and cur.expects_traceback():
                 return cur
             for rec in reversed(self._pending):

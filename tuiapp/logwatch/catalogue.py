@@ -1,0 +1,44 @@
+"""Error messages known from the sources before any user pasted them.
+
+``catalogue.json`` (beside this module, written by ``tools/error_catalogue.py``) lists the
+templates SGLang prints through ``logger.error`` / ``logger.exception`` / ``logger.critical``
+(its log format has no level, so the text is the only sign), the router/gateway's
+``error!``, and the error reports of NCCL, torch c10 and the ROCm runtime. A template's
+literal head (the text before its first placeholder) is what a line must start with; heads
+are indexed by their first word, so a line costs one dict look-up and a few ``startswith``.
+"""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import orjson
+
+CATALOGUE_PATH = Path(__file__).with_name("catalogue.json")
+MIN_HEAD_CHARS = 14  # shorter heads ("Error: ", "Failed to ") say too little on their own
+MIN_HEAD_WORDS = 2
+
+
+@functools.cache
+def _index() -> dict[str, tuple[str, ...]]:
+    try:
+        data = orjson.loads(CATALOGUE_PATH.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return {}
+    by_word: dict[str, set[str]] = {}
+    for t in data.get("templates", []):
+        if t.get("level") not in ("error", "critical", "exception", "fatal"):
+            continue
+        head = t.get("head", "")
+        if len(head) < MIN_HEAD_CHARS or len(head.split()) < MIN_HEAD_WORDS:
+            continue
+        by_word.setdefault(head.split(" ", 1)[0], set()).add(head)
+    # longest first: the most specific template decides
+    return {w: tuple(sorted(h, key=len, reverse=True)) for w, h in by_word.items()}
+
+
+def known_error(line: str) -> bool:
+    """The line starts like an error message the sources print."""
+    heads = _index().get(line.split(" ", 1)[0])
+    return bool(heads) and any(line.startswith(h) for h in heads)

@@ -1,0 +1,116 @@
+"""The generic layer under the family rules: a record no family knows is still a failure
+when a careful operator would call it one.
+
+Each pattern is anchored at the start of a candidate line (classify.py: the record's first
+message and its unindented lines, collector envelopes and SGLang's prefix already gone), so
+words in the middle of a message (a logged prompt, advice in a warning, an INFO line that
+says "error") never match. What counts:
+
+- a level the process printed itself: ERROR / FATAL / CRITICAL in the formats logging
+  libraries write (Python's default and ``%(asctime)s - name - LEVEL - ...`` formats,
+  loguru, ``[LEVEL]``, Rust ``tracing`` as the router/gateway prints it, logfmt
+  ``level=error``, glog/c10 ``E``/``F`` lines, JSON records);
+- a panic or abort of a native process (Rust, Go, glog, absl, the shell's core dump);
+- a hardware fault report of any accelerator vendor SGLang runs on (NVIDIA, AMD ROCm,
+  Intel GPUs, Ascend NPUs) and device-side or C assertions;
+- a line that starts ``Error:`` / ``FATAL:``.
+
+Deaths (an abort, a core dump, a fatal signal) are ``crash``; the rest ``error``.
+"""
+
+from __future__ import annotations
+
+import re
+
+# a timestamp as loggers write it (ISO, with or without date, comma or dot fraction)
+_TS = (r"\[?(?:\d{4}[-/]\d\d[-/]\d\d[T ]|\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
+       r"(?: [A-Z]{3})?\]?")
+_LVL = r"(?:ERROR|FATAL|CRITICAL|CRIT|EMERG|ALERT|Error|Fatal|Critical)"
+_LEVEL_RE = (
+    # "ERROR:root:msg", uvicorn "ERROR:    msg"
+    r"(?:ERROR|CRITICAL|FATAL):(?:[\w.]*:|\s+)\S"
+    # "[ERROR] msg", "[ts] [ERROR] msg", "[ts][ERROR]", Ascend "[ERROR] RUNTIME(123,python):..."
+    r"|(?:" + _TS + r"\s*)?\[" + _LVL + r"\]"
+    # "<ts> - name - ERROR - msg", "<ts> | ERROR | msg" (loguru), "<ts> ERROR target: msg" (tracing),
+    # "- name - ERROR -" once a collector took the time off
+    r"|(?:" + _TS + r"\s*(?:[-|]\s*)?(?:[\w.:<>/\[\]()-]{1,80}\s+[-|]\s+)?|[-|] (?:[\w.:<>/-]{1,80} [-|] )?)"
+    + _LVL + r"(?:\s+[-|:]?|:)\s*\S"
+    # tracing once the timestamp went with the envelope: "ERROR sglang_router_rs::x: msg"
+    r"|(?:ERROR|FATAL) +[\w:]+(?:[\w:]*::\w+)?: "
+    # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal)
+    r"|[EF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] "
+)
+_PANIC_RE = (
+    r"thread '[^']*' panicked at\b"  # Rust (the router/gateway)
+    r"|panic: \S"  # Go
+    r"|fatal error: \S"  # Go runtime, a compiler's fatal error
+    r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d|Check failure)"  # absl / glog failure handlers
+    r"|Check failed: "
+    r"|Abort was called at \d+ line in file:"  # Intel compute runtime
+    r"|\S+:\d+: [^:]+: Assertion [`'].+[`'] failed\.?\s*$"  # C assert()
+    r"|\S+\.cu:\d+: [^\n]*Assertion [`'].+[`'] failed\."  # CUDA device-side assert
+    r"|(?:Error|ERROR|FATAL|Fatal error|FATAL ERROR)(?: \w+)?[:!] +\S"
+)
+_DEVICE_RE = (
+    # NVIDIA (Xids are a family of their own)
+    r"(?:CUDA|cuda) (?:error|Error|ERROR)\b[: ]"
+    r"|cudaError\w+\b"
+    r"|CUBLAS_STATUS_(?!SUCCESS)\w+"
+    r"|(?:kernel: )?NVRM: (?:GPU at PCI:\S+ has fallen off the bus|GPU \S+ has fallen off the bus"
+    r"|RmInitAdapter failed|.*uncorrectable ECC)"
+    # AMD ROCm: the runtime's own reports (ROCr, ROCclr, HIP), amdgpu in dmesg
+    r"|Memory access fault by GPU node-\d+"
+    r"|:\d:\S+\.(?:cpp|hpp|h)\s*:\s*\d+\s*: \d+ us: .*(?:aborting|[Ee]rror|failed|HSA_STATUS_ERROR)"
+    r"|HSA_STATUS_ERROR_\w+"
+    r"|hipError\w+"
+    r"|HIP (?:error|Error)\b[: ]"
+    r"|(?:rocBLAS|hipBLASLt|MIOpen|RCCL) (?:error|Error)\b"
+    r"|(?:\[[^\]]{1,40}\] )?(?:kernel: )?amdgpu [\w:.]+: .*(?:page fault|GPU reset|GPU hang|ring \w+ timeout"
+    r"|GPU fault detected|VM_L2_PROTECTION_FAULT)"
+    # Intel GPUs: Level Zero / UR / PI error codes, the kernel driver, the UMD's page fault
+    r"|(?:UR_RESULT|ZE_RESULT|PI)_ERROR_\w+"
+    r"|(?:\[[^\]]{1,40}\] )?(?:kernel: )?(?:i915|xe) [\w:.]+: \[drm\] .*(?:GPU HANG|[Rr]eset|hang)"
+    r"|Segmentation fault from GPU at 0x"
+    # Ascend NPUs: CANN's error codes ("EZ9999: Inner Error!", "EE1001: ..."), torch_npu's ERRnnnnn
+    r"|E[A-Z0-9]\d{4}: \S"
+    r"|ERR\d{5} \S"
+)
+# deaths: the process is gone
+_DEATH_RE = (
+    r"(?:Aborted|Bus error|Floating point exception|Illegal instruction|Trace/breakpoint trap)"
+    r"(?: \(core dumped\))?\s*$"
+    r"|.*\(core dumped\)\s*$"
+    r"|Fatal Python error: \S"
+    r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d)"
+)
+
+GENERIC_ERROR_RE = re.compile(r"(?:" + _LEVEL_RE + "|" + _PANIC_RE + "|" + _DEVICE_RE + r")")
+GENERIC_DEATH_RE = re.compile(_DEATH_RE)
+# a level named anywhere in a logfmt or JSON record
+_LOGFMT_RE = re.compile(r'\blevel=(?:"?)(?:error|fatal|crit\w*|ERROR|FATAL|CRITICAL)\b')
+_JSON_LEVEL_RE = re.compile(r'"(?:level|levelname|severity|lvl)"\s*:\s*"(?:error|fatal|critical|ERROR|FATAL|CRITICAL)"')
+
+# Unprefixed lines that begin a record of their own (a native process writing to the same
+# stream): tried only on lines that start with no space and are not SGLang's.
+RECORD_START_RE = re.compile(
+    r"(?:" + _TS + r"\s*(?:[-|]\s*)?(?:[\w.:<>/\[\]()-]{1,80}\s+[-|]\s+)?)?\[?"
+    r"(?:INFO|WARN|WARNING|DEBUG|TRACE|NOTICE|ERROR|FATAL|CRITICAL)\]?(?:\s+[-|:]?|:)\s*\S"
+    r"|[IWEF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ "
+    r"|thread '[^']*' panicked at|panic: |\*\*\* (?:SIG[A-Z]+ received|Aborted at)"
+    r"|Memory access fault by GPU|:\d:\S+\.(?:cpp|hpp|h)\s*:\s*\d+\s*: \d+ us: "
+    r"|E[A-Z0-9]\d{4}: |Abort was called at|Segmentation fault from GPU"
+    r"|(?:Aborted|Bus error|Floating point exception|Illegal instruction)(?: \(core dumped\))?\s*$"
+)
+
+
+def generic_error(line: str) -> bool:
+    """A candidate line that reports a failure in a format no family knows."""
+    if GENERIC_ERROR_RE.match(line):
+        return True
+    if "level=" in line and _LOGFMT_RE.search(line):
+        return True
+    return line[:1] == "{" and bool(_JSON_LEVEL_RE.search(line))
+
+
+def generic_death(line: str) -> bool:
+    return bool(GENERIC_DEATH_RE.match(line))
