@@ -111,6 +111,8 @@ def log_levels(values: Sequence[float | None], floor: float, ceiling: float) -> 
 def short(value: float) -> str:
     """An axis label in 4 characters or fewer: 0.85, 9.5, 89, 1.2k."""
     a = abs(value)
+    if a == 0:
+        return "0"
     if a >= 10_000:
         return f"{value / 1000:.0f}k"
     if a >= 1000:

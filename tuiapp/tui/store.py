@@ -32,7 +32,7 @@ from tuiapp.events import (
     TrialState,
     _Event,
 )
-from tuiapp.tui.figures import LatencyWindow, Progress, failure_reason, point_note
+from tuiapp.tui.figures import LatencyWindow, Progress, failure_reason, is_failed, point_note
 
 PANELS = ("header", "throughput", "acceptance", "latency", "gpus", "alerts", "trials", "log", "notes",
           "server", "progress", "curve")
@@ -334,7 +334,7 @@ class DashboardStore:
         self.last_request = ev
         self.trial_requests += 1
         self.request_times_s.append(ev.t_s)
-        if not ev.ok:
+        if is_failed(ev):
             self.requests_failed += 1
             self.errors_by_reason[failure_reason(ev)] += 1
         else:
@@ -365,7 +365,7 @@ class DashboardStore:
         self._bump("progress")
         if ev.request_rate is not None or ev.point_index or self.points:
             self.current_load = (f"{ev.request_rate:g} req/s" if ev.request_rate is not None
-                                 else f"c={ev.concurrency}")
+                                 else f"concurrency {ev.concurrency}")
             self._bump("latency")
         self._bump("throughput", "trials")  # the ledger shows the running trial's live mean
 

@@ -18,12 +18,19 @@ from tuiapp.controls import SessionView
 from tuiapp.tui import banded_update
 from tuiapp.tui.store import DashboardStore
 from tuiapp.tui.widgets.alert_list import AlertList
+from tuiapp.tui.widgets.curve_panel import CurvePanel
 from tuiapp.tui.widgets.gpu_table import GpuTable
 from tuiapp.tui.widgets.header_bar import HeaderBar
 from tuiapp.tui.widgets.ledger_table import LedgerTable
 from tuiapp.tui.widgets.log_tail import LogTail
 from tuiapp.tui.widgets.notes_bar import NotesBar
-from tuiapp.tui.widgets.perf_panels import AcceptancePanel, LatencyPanel, ThroughputPanel
+from tuiapp.tui.widgets.perf_panels import (
+    AcceptancePanel,
+    LatencyPanel,
+    ServerPanel,
+    ThroughputPanel,
+)
+from tuiapp.tui.widgets.progress_line import ProgressLine
 from tuiapp.tui.widgets.timeline_bar import TimelineBar
 
 # Frames follow the data: the first event after a quiet spell paints COALESCE_S later (what
@@ -33,7 +40,7 @@ from tuiapp.tui.widgets.timeline_bar import TimelineBar
 FRAME_S = 1.0
 COALESCE_S = 0.05
 # Panels a user can hide (key 1-5, or the command palette): id -> label.
-TOGGLABLE = {"perf": "throughput/acceptance/latency", "gpus": "GPUs", "alerts": "alerts",
+TOGGLABLE = {"perf": "throughput/acceptance/latency/curves", "gpus": "GPUs", "alerts": "alerts",
              "trials": "trials ledger", "log": "log tail"}
 
 
@@ -52,15 +59,19 @@ class DashboardScreen(Screen):
         s = self.store
         yield HeaderBar(s, self.session.title, id="header")
         yield NotesBar(s, id="notes")
+        yield ProgressLine(s, id="progress")
         with Horizontal(id="body"):
             with Vertical(id="left"):
                 with Horizontal(id="perf"):
                     yield ThroughputPanel(s, id="throughput")
                     yield AcceptancePanel(s, id="acceptance")
                     yield LatencyPanel(s, id="latency")
+                    yield ServerPanel(s, id="server-row")  # narrow screens and one column (CSS picks one)
+                yield CurvePanel(s, id="curve")
                 yield GpuTable(s, id="gpus")
                 yield LogTail(s, id="log-wide")  # the log sits here on wide screens (CSS picks one)
             with Vertical(id="right"):
+                yield ServerPanel(s, id="server")
                 yield AlertList(s, id="alerts")
                 yield LedgerTable(s, id="trials")
                 yield LogTail(s, id="log")
@@ -70,17 +81,21 @@ class DashboardScreen(Screen):
 
     def on_mount(self) -> None:
         banded_update.install(self)  # a frame renders the rows it sends, not the screen
-        self.query_one("#throughput").border_title = "decode tok/s"
+        self.query_one("#throughput").border_title = "throughput"
         self.query_one("#acceptance").border_title = "acceptance"
-        self.query_one("#latency").border_title = "latency"
+        self.query_one("#latency").border_title = "latency ms"
+        for server in self.query(ServerPanel):
+            server.border_title = "server now"
+        self.query_one("#curve").border_title = "load curves"
         self.query_one("#log-wide").border_title = "log"
         self.query_one(AlertList).base_title = "alerts (enter: traceback)"
         self.query_one(LedgerTable).base_title = "trials (enter: details)"
         # Looked up once: a DOM query per panel was most of an idle paint's cost.
-        self._panels = list(self.query("#header, #notes, #throughput, #acceptance, #latency, #gpus, LogTail"))
+        self._panels = list(self.query("#header, #notes, #progress, #throughput, #acceptance, #latency, "
+                                       "ServerPanel, #curve, #gpus, LogTail"))
         self._alerts = self.query_one(AlertList)
         self._acceptance = self.query_one(AcceptancePanel)
-        self._run_panels = list(self.query("#throughput, #acceptance, #latency"))
+        self._run_panels = list(self.query("#throughput, #acceptance, #latency, #curve"))
         self._ledger = self.query_one(LedgerTable)
         self._timeline = self.query_one(TimelineBar) if self.session.replay is not None else None
         self._alerts.focus()
@@ -151,7 +166,13 @@ class DashboardScreen(Screen):
             for panel in self._panels:
                 panel.paint(force)
             self._alerts.paint(force)
-            wanted = {"-has-trials": bool(self.store.trials), "-cramped": self._cramped()}
+            store = self.store
+            mode = store.mode
+            wanted = {"-has-trials": bool(store.trials), "-cramped": self._cramped(),
+                      "-mode-single": mode == "single", "-mode-campaign": mode == "campaign",
+                      "-mode-curve": mode == "curve", "-has-log": bool(store.log),
+                      "-has-progress": store.progress() is not None,
+                      "-failed": mode == "single" and store.failure() is not None}
             changed = [name for name, on in wanted.items() if self.has_class(name) != on]
             if changed:
                 # Each class change restyles the whole screen (~25 ms): one pass for them all.
@@ -173,13 +194,21 @@ class DashboardScreen(Screen):
                 self._timeline.paint(force)
 
     def _cramped(self) -> bool:
-        """Short and narrow, with a ledger: do one row per GPU and every trial not fit?
-        (Then the GPUs take two lines; the ledger is the campaign's result.)"""
-        if not (self.has_class("-short") and self.has_class("-narrow") and self.store.trials):
+        """Short and narrow: do one row per GPU and what this mode shows first not fit? (Then
+        the GPUs take two lines: the ledger, the charts or the curve come first.)"""
+        if not (self.has_class("-short") and self.has_class("-narrow")):
             return False
         s = self.store
-        # header, notes, perf, the GPU rows and the alerts with their rules, the ledger, footer
-        wanted = 1 + 1 + 4 + (len(s.gpus) + 1) + min(4, len(s.alert_order) + 1) + (len(s.trials) + 1) + 1
+        mode = s.mode
+        if mode == "campaign":
+            first = len(s.trials) + 1
+        elif mode == "curve":
+            first = 8 + (min(6, len(s.trials) + 1) if s.trials else 0)  # the curve's least
+        else:
+            first = 6 + (3 if s.log else 0)  # figures with a chart, a few log lines
+        # header, notes, progress, perf, the GPU rows and the alerts with their rules, footer
+        wanted = (1 + bool(s.notes) + (s.progress() is not None) + 4 + (len(s.gpus) + 1)
+                  + min(4, len(s.alert_order) + 1) + first + 1)
         return self.size.height < wanted
 
     def toggle_panel(self, panel_id: str) -> None:

@@ -1,16 +1,18 @@
-"""Throughput, acceptance and latency: figures on top, block-chart history below.
+"""Throughput, acceptance and latency: labelled figures on top, block-chart history below.
 
-The three share one store version ("perf") and differ only in what they read; the chart
-takes whatever rows the layout gives the panel.
+Every figure says what it is (per stream or aggregate, which percentile) and its unit; charts
+start at zero, so a 0.01 sd never fills the panel. The chart takes whatever rows are left.
 """
 
 from __future__ import annotations
+
+import textwrap
 
 from rich.text import Text
 
 from tuiapp.common.numfmt import num
 from tuiapp.tui import fmt
-from tuiapp.tui.curve_text import curve_grid
+from tuiapp.tui.figures import rate_per_s, reasons_text
 from tuiapp.tui.widgets.panel import Panel
 
 
@@ -26,7 +28,9 @@ class _PerfPanel(Panel):
     axis_w: int = 4  # the widest series name in the panel, so stacked charts line up
 
     def _chart(self, name: str, values, rows: int, tone: str = "spark", **scale) -> list[Text]:
-        """One series per chart, with its name and scale on a y axis in the series' colour."""
+        """One series per chart, with its name and scale on a y axis in the series' colour;
+        zero-based unless told otherwise (a zoomed axis turns noise into a cliff)."""
+        scale.setdefault("floor", 0.0)
         out = []
         for axis, bars in fmt.axis_chart(values, self.size.width, rows, name, label_w=self.axis_w, **scale):
             out.append(self._line((axis, tone), (bars, tone)))
@@ -37,13 +41,17 @@ class _PerfPanel(Panel):
 
 
 class ThroughputPanel(_PerfPanel):
-    """Decode tok/s: the latest request, the runs (mean, sd, ci95) and the server's own figure."""
+    """Decode tok/s per stream (the runs and the latest request), the aggregate rates (the
+    client's output and the server's own gen throughput), mean ± sd and CI of the runs."""
 
     panel_key = "throughput"
     axis_w = 6
 
     def render(self) -> Text:
         s = self.store
+        failure = s.failure()
+        if failure is not None:  # a failed start: its reason where the eye is, not in a details window
+            return self._failed(failure)
         req = s.last_request
         run = s.last_run
         mean, sd, ci95, n = s.run_stats()
@@ -54,23 +62,25 @@ class ThroughputPanel(_PerfPanel):
             lines = [
                 self._line(("best ", "label"), (best.name, "value"), ("  ", "label"),
                            (num(row.get("mean_decode_tok_s"), '.1f'), "value"), (" ± ", "label"),
-                           (num(row.get("sd_decode_tok_s"), '.2f'), "value"),
+                           (num(row.get("sd_decode_tok_s"), '.2f'), "value"), (" tok/s/stream", "muted"),
                            (f"  n={len(row.get('runs_decode_tok_s') or [])}", "muted")),
                 self._line(("last run ", "spark"), (num(s.run_tok_s[-1] if s.run_tok_s else None, '.1f'), "value"),
+                           (" tok/s/stream", "muted"),
                            (f"  of {s.last_run_trial}" if s.last_run_trial else "", "muted")),
             ]
         else:
             lines = []
+        server = s.server_tok_s[-1] if s.server_tok_s else None
         lines = lines or [
-            self._line(("run ", "spark"), (num(run.decode_tok_s if run else None, '.1f'), "value"),
-                       ("  req ", "label"), (num(req.decode_tok_s if req else None, '.1f'), "value"),
-                       ("  server ", "rx"), (num(s.server_tok_s[-1] if s.server_tok_s else None, '.1f'), "value")),
+            self._line(("per stream ", "label"), ("run ", "spark"), (num(run.decode_tok_s if run else None, '.1f'), "value"),
+                       ("  req ", "label"), (num(req.decode_tok_s if req and req.ok else None, '.1f'), "value"),
+                       (" tok/s", "muted")),
+            self._line(("aggregate  ", "label"), ("out ", "label"), (num(run.output_tok_s if run else None, '.0f'), "value"),
+                       ("  server ", "rx"), (num(server, '.0f'), "value"), (" tok/s", "muted")),
             self._line(("mean ", "label"), (num(mean, '.1f'), "value"), (" ± ", "label"),
                        (num(sd, '.2f'), "value"), (f"  n={n}", "muted"), ("  ci95 ", "label"),
                        (f"{ci95[0]:.1f}–{ci95[1]:.1f}" if ci95 else fmt.NA, "value")),
         ]
-        if req is not None and not req.ok:  # why, not just that: the latest failure's reason
-            lines.append(self._line(("failed: ", "error"), (req.error or "unknown", "error")))
         rows = max(1, self.size.height - len(lines))
         if rows >= 4 and len(s.server_tok_s) > 0:
             run_rows = max(1, rows // 2)
@@ -78,6 +88,14 @@ class ThroughputPanel(_PerfPanel):
             lines += self._chart("server", s.server_tok_s, rows - run_rows, "rx")
         else:
             lines += self._chart("run", s.run_tok_s, rows)
+        return self._join(lines)
+
+    def _failed(self, reason: str) -> Text:
+        width = max(10, self.size.width - 1)
+        lines = [self._line(("FAILED", "error"), ("  the server did not start or died", "label"))]
+        for piece in textwrap.wrap(" ".join(reason.split()), width)[: max(1, self.size.height - 2)]:
+            lines.append(self._line((piece, "error")))
+        lines.append(self._line(("l: the whole log", "muted")))
         return self._join(lines)
 
 
@@ -93,72 +111,83 @@ class AcceptancePanel(_PerfPanel):
         no_spec = s.server_info is not None and not s.server_info.speculative_algorithm
         if no_spec and length is None:
             return self._join([self._line(("speculation off", "muted"))])
-        lines = [self._line(("len ", "spark"), (num(length, '.2f'), "value"),
-                            (" · ", "label"), (num(rate * 100 if rate is not None else None, '.0f', "%"), "value"))]
-        lines += self._chart("len", s.accept_length, max(1, self.size.height - 1))
+        lines = [self._line(("len ", "spark"), (num(length, '.2f'), "value"), (" tok/step", "muted"),
+                            ("  rate ", "label"), (num(rate * 100 if rate is not None else None, '.0f', "%"), "value"))]
+        # one accepted token per step is no speculation at all: the axis starts there
+        lines += self._chart("len", s.accept_length, max(1, self.size.height - 1), floor=1.0)
         return self._join(lines)
 
 
 class LatencyPanel(_PerfPanel):
-    """Client-side time to first token and inter-token latency of the latest request."""
+    """Client-side latency percentiles (ms) of this trial's and load point's latest requests:
+    TTFT, TPOT and end to end, then TTFT and TPOT per request as charts."""
 
     panel_key = "latency"
     axis_w = 5  # "120ms"
 
     def render(self) -> Text:
         s = self.store
-        if s.points or s.current_load:
-            return self._curve()
-        req = s.last_request
-        lines = [
-            self._line(("TTFT ", "spark"), (fmt.ms(req.ttft_s if req else None), "value")),
-            self._line(("TPOT ", "rx"), (fmt.ms(req.tpot_s if req else None), "value")),
-        ]
+        window = s.latency
+        pct = window.percentiles_ms()
+        wide = self.size.width >= 27  # p90 joins when it fits
+        cols = (0, 1, 2) if wide else (0, 2)
+        names = ("p50", "p90", "p99")
+        head = self._line(("ms   ", "label"), *((f"{names[c]:>6}", "label") for c in cols),
+                          (f"  n={len(window)}", "muted"))
+        lines = [head]
+        for name, tone in (("TTFT", "spark"), ("TPOT", "rx"), ("E2E", "label")):
+            lines.append(self._line((f"{name:<5}", tone), *((f"{num(pct[name][c], '.0f' if (pct[name][c] or 0) >= 100 else '.1f'):>6}",
+                                                            "value") for c in cols)))
+        if not len(window):
+            lines[1:] = [self._line(("no request back yet", "muted"))]
         rows = max(1, self.size.height - len(lines))
         ms = {"scale": 1000.0, "unit": "ms"}
         if rows >= 4:
             lines += self._chart("ttft", s.ttft_s, rows // 2, **ms)
             lines += self._chart("tpot", s.tpot_s, rows - rows // 2, "rx", **ms)
-        else:
+        elif rows >= 2:
             lines += self._chart("tpot", s.tpot_s, rows, "rx", **ms)
-        if req is not None and not req.ok:
-            lines.insert(0, self._line(("last request failed", "error")))
         return self._join(lines)
 
-    _TRIAL_TONES = ("spark", "rx", "tx", "warn", "ok", "value")
 
-    def _curve(self) -> Text:
-        """A sweep or open loop: the load now, goodput, and TTFT against throughput per trial."""
+class ServerPanel(_PerfPanel):
+    """What a tuner looks at first: the server's running and queued requests and KV-cache
+    usage (from /metrics, or the log's decode lines), the client's request rate and its
+    failed requests by reason."""
+
+    panel_key = "server"
+    min_interval_s = 0.0
+
+    def get_content_height(self, container, viewport, width: int) -> int:
+        return len(self._lines())  # auto height in the right column: every line it has
+
+    def render(self) -> Text:
+        return Text("\n", no_wrap=True).join(self._lines()[: max(1, self.size.height)])
+
+    def _lines(self) -> list[Text]:
         s = self.store
-        last = s.points[-1] if s.points else None
-        # narrow panels first: the load and the share that met the SLO lead the line
-        head = [("at ", "label"), (s.current_load or fmt.NA, "value")]
-        if last is not None and last.goodput_share is not None:
-            tone = "ok" if last.goodput_share >= 0.99 else "warn" if last.goodput_share >= 0.9 else "error"
-            head += [("  SLO met ", "label"), (f"{last.goodput_share:.0%}", tone),
-                     ("  goodput ", "label"), (num(last.goodput_req_s, ".2f"), "value"), (" req/s", "muted")]
-        lines = [self._line(*head)]
-        if last is not None:
-            lines.append(self._line(("TTFT ", "spark"),
-                                    (f"{num(last.ttft_p50_ms, '.0f')}/{num(last.ttft_p99_ms, '.0f')}ms", "value"),
-                                    (" out ", "label"), (num(last.output_tok_s, ".0f"), "value"),
-                                    (" tok/s", "muted"), (f"  (point {len(s.points)})", "muted")))
-        rows = self.size.height - len(lines) - 1
-        if rows < 2 or not s.points:
-            return self._join(lines)
-        curves: dict[str, list] = {}
-        for p in s.points:
-            curves.setdefault(p.trial or "run", []).append(p)
-        axis_w = 6
-        grid, y_hi, x_hi, letters = curve_grid(curves, self.size.width - axis_w, rows)
-        tones = {letter: self._TRIAL_TONES[k % len(self._TRIAL_TONES)] for k, letter in enumerate(letters.values())}
-        for k, row in enumerate(grid):
-            label = f"{y_hi:.0f}ms" if k == 0 else ("0" if k == len(grid) - 1 else "")
-            text = Text(no_wrap=True, overflow="ellipsis")
-            text.append(f"{label:>{axis_w - 1}} ", self.tone("label"))
-            for ch in row:
-                text.append(ch, self.tone(tones.get(ch.lower(), "muted")))
-            lines.append(text)
-        legend = [(f"{letter.upper()}/{letter} {name} ", tones[letter]) for name, letter in letters.items()]
-        lines.append(self._line(*legend, (f"p50/p99 · x: 0-{x_hi:.0f} tok/s", "muted")))
-        return self._join(lines)
+        load = s.server_load
+        lines = []
+        if load is not None:
+            lines.append(self._line(("running ", "label"), (num(load.running_reqs, 'd'), "value"),
+                                    ("  queued ", "label"), (num(load.queue_reqs, 'd'),
+                                                             "warn" if load.queue_reqs else "value"),
+                                    (" req", "muted")))
+            usage = load.token_usage
+            bar_w = max(0, min(20, self.size.width - 16))
+            filled, empty = fmt.bar(usage, bar_w)
+            tone = "error" if (usage or 0) >= 0.97 else "warn" if (usage or 0) >= 0.9 else "spark"
+            lines.append(self._line(("KV cache ", "label"), (filled, tone), (empty, "free"),
+                                    (f" {num(usage * 100 if usage is not None else None, '.0f', '%')}", "value")))
+        else:
+            why = s.metrics_absent or "running, queued, KV: waiting for /metrics or the log"
+            lines.append(self._line((why, "muted" if s.metrics_absent is None else "warn")))
+        rate = rate_per_s(s.request_times_s, s.now_t_s)
+        lines.append(self._line(("requests ", "label"), (num(rate, '.2f'), "value"), (" req/s done", "muted")))
+        failed = sum(s.errors_by_reason.values())
+        lines.append(self._line(("failed ", "label"), (str(failed), "error" if failed else "value"),
+                                *(((": ", "label"), (reasons_text(s.errors_by_reason), "error")) if failed else ())))
+        if load is not None:
+            source = "/metrics" if load.source == "metrics" else "the log's decode lines"
+            lines.append(self._line((f"from {source} at {fmt.clock(s.rel_s(load.t_s))}", "muted")))
+        return lines
