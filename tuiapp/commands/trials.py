@@ -39,6 +39,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="validate the plan, print each trial's diff against the baseline, run nothing")
     parser.add_argument("--dry-run", action="store_true",
                         help="print the trials that would run, one per line with their flags, and run nothing")
+    parser.add_argument("--slurm", action="store_true",
+                        help="run every trial as a Slurm job (sbatch), as the plan's [slurm] table says; "
+                             "docs/slurm.md")
     parser.add_argument("--theme", help="TUI theme")
     screenshots.add_argument(parser)
     metrics_args.add_arguments(parser)
@@ -83,6 +86,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         trials = plan.all()
 
+    slurm_spec = None
+    if args.slurm:
+        from tuiapp.slurm.spec import SlurmSpec
+
+        slurm_spec = plan.slurm or SlurmSpec()
     if args.check:
         print(_check_text(plan, trials))
         return 0
@@ -100,7 +108,11 @@ def run(args: argparse.Namespace) -> int:
 
     log_dir = Path(args.log_dir) if args.log_dir else (
         ledger_path.with_name(ledger_path.stem + ".logs") if ledger_path else None)
-    return _run_session(args, plan, trials, ledger, ledger_path, log_dir)
+    if slurm_spec is not None:
+        from tuiapp.slurm.preflight import check_slurm
+
+        check_slurm()  # the client commands answer before anything is submitted
+    return _run_session(args, plan, trials, ledger, ledger_path, log_dir, slurm_spec)
 
 
 def host_samples_wanted(args: argparse.Namespace) -> bool:
@@ -109,7 +121,7 @@ def host_samples_wanted(args: argparse.Namespace) -> bool:
     return not args.headless or bool(args.record)
 
 
-def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
+def _run_session(args, plan, trials, ledger, ledger_path, log_dir, slurm_spec=None) -> int:
     from pathlib import Path
 
     from tuiapp.commands.frontend import run as run_session
@@ -123,9 +135,15 @@ def _run_session(args, plan, trials, ledger, ledger_path, log_dir) -> int:
         host_samples=host_samples_wanted(args),
     )
     title = f"trials: {plan.name}" + (f" --isolate {args.isolate}" if args.isolate else "")
+    extra = {}
+    if slurm_spec is not None:
+        from tuiapp.slurm.runner import SlurmPlanRunner
+
+        title += " (Slurm)"
+        extra = {"runner_class": SlurmPlanRunner, "spec": slurm_spec}
     session, _runner = build_trials_session(
         plan, trials, ledger, options, title=title,
-        record_path=Path(args.record) if args.record else None)
+        record_path=Path(args.record) if args.record else None, **extra)
     session.metrics = metrics_args.start(args)
     code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     if ledger.rows:

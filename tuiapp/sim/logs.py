@@ -44,6 +44,15 @@ def rank_tags(tp_size: int, dp_size: int, ep_size: int, attn_dp: bool) -> list[R
     return tags
 
 
+def node_ranks(tags: list[RankTag], nnodes: int, node_rank: int) -> list[RankTag]:
+    """The ranks node ``node_rank`` of ``nnodes`` holds: an equal consecutive share, as SGLang
+    places TP ranks (TP0-7 on node 0, TP8-15 on node 1 at --tp 16 --nnodes 2)."""
+    if nnodes <= 1:
+        return tags
+    per = max(len(tags) // nnodes, 1)
+    return tags[node_rank * per:(node_rank + 1) * per] or tags[-1:]
+
+
 class SimLog:
     def __init__(self, err=None, out=None, with_ms: bool = False):
         self.err = err or sys.stderr

@@ -394,7 +394,8 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
     mem = MemoryPlan(CONTEXT_GIB, weights, draft_w, kv_pool_gib, g_gib, ar_gib)
 
     if failure is None:
-        if (tp if attn_dp else tp * dp) > n_gpus:
+        # --nnodes: each node holds its share of the ranks on its own GPUs
+        if -(-(tp if attn_dp else tp * dp) // max(getattr(ns, "nnodes", 1) or 1, 1)) > n_gpus:
             failure = "too_few_gpus"
         elif ns.enable_torch_symm_mem and tp > 1:
             failure = "torch_symm_mem_keyerror"

@@ -24,7 +24,7 @@ from tuiapp.sim.args import parse_args, resolved_server_args
 from tuiapp.sim.engine import Scheduler, SimRequest
 from tuiapp.sim.gpus import GpuFarm
 from tuiapp.sim.http import serve
-from tuiapp.sim.logs import SimLog, rank_tags, tqdm_line
+from tuiapp.sim.logs import SimLog, node_ranks, rank_tags, tqdm_line
 
 GIB = model.GIB
 # /model_info's "embedding" block of a generation model, as real 0.5.23 sends it.
@@ -50,7 +50,12 @@ class SimServer:
         self.speed = max(self.ns.sim_speed, 1e-6)
         self.rng = random.Random(self.ns.sim_seed)
         self.log = SimLog(with_ms=self.env.get("SGLANG_LOG_MS") == "1")
-        self.ranks = rank_tags(self.plan.tp_size, self.plan.dp_size, self.plan.ep_size, self.plan.attn_dp)
+        # --nnodes N --node-rank R: one process per node holding its share of the ranks (global
+        # TP numbers); only the head (rank 0) serves HTTP, as SGLang's other nodes run schedulers only
+        self.nnodes, self.node_rank = max(self.ns.nnodes or 1, 1), self.ns.node_rank or 0
+        self.head = self.node_rank == 0
+        self.ranks = node_ranks(rank_tags(self.plan.tp_size, self.plan.dp_size, self.plan.ep_size,
+                                          self.plan.attn_dp), self.nnodes, self.node_rank)
         self.farm = GpuFarm(self.ns.sim_gpus, self.ns.sim_seed)
         self.gpus = self.farm.select(range(len(self.ranks)))
         step_s = self.ns.sim_step_ms / 1000.0 if self.ns.sim_step_ms else None
@@ -280,6 +285,10 @@ class SimServer:
                 avail -= mem.graphs_gib * 0.2
         self.avail_after_graph_gib = avail
         self.gpu_busy(0, 78.0, rx_bps=model.IDLE_BYTES_PER_S, tx_bps=model.IDLE_BYTES_PER_S)
+        if not self.head:  # its schedulers now wait for the head's batches; no HTTP here
+            self.startup_s = time.monotonic() - t0
+            self.ready = True
+            return
         self.log.emit(
             f"max_total_num_tokens={plan.kv_tokens}, chunked_prefill_size={plan.chunked_prefill_size}, "
             f"max_prefill_tokens={ns.max_prefill_tokens}, max_running_requests={plan.max_running_requests}, "
@@ -420,8 +429,10 @@ class SimServer:
     # ------------------------------------------------------------ main
     async def main(self) -> int:
         loop = asyncio.get_running_loop()
+        server = None
         try:
-            server = await serve(Api(self).handle, self.ns.host, self.ns.port)
+            if self.head:
+                server = await serve(Api(self).handle, self.ns.host, self.ns.port)
         except OSError as exc:
             self.log.uvicorn(f"[Errno {exc.errno}] {exc.strerror}", "ERROR")
             return 1
@@ -443,6 +454,10 @@ class SimServer:
             n = self.scheduler.num_running
             self.log.emit(f"Gracefully exiting... Remaining number of requests {n}. Remaining requests remaining_rids=[].")
             self.log.emit(f"kill_process_tree called: parent_pid={self.pid}, include_parent=False, pid={self.pid}")
+        if server is None:  # a non-head node: no uvicorn to stop
+            for t in (sched_task, startup):
+                t.cancel()
+            return 0
         self.log.uvicorn("Shutting down")
         server.close()
         for t in (sched_task, startup):

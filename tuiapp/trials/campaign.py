@@ -39,8 +39,9 @@ class TrialsControls:
 
 
 def build_trials_session(plan: Plan, trials: list[TrialConfig], ledger: Ledger, options: RunnerOptions,
-                         *, title: str | None = None,
-                         record_path: Path | None = None) -> tuple[Session, PlanRunner]:
+                         *, title: str | None = None, record_path: Path | None = None,
+                         runner_class: type[PlanRunner] = PlanRunner,
+                         **runner_kwargs) -> tuple[Session, PlanRunner]:
     """The session that runs ``trials``: it ends after the last trial, exit code 1 when the
     first trial (the reference of the rest) failed, else 0 (the TUI stays up after that, so
     the ledger can be read). Run it with ``tuiapp.commands.frontend.run(session, headless=...)``."""
@@ -49,7 +50,7 @@ def build_trials_session(plan: Plan, trials: list[TrialConfig], ledger: Ledger, 
     def done(code: int) -> None:
         box[0].finish(code)
 
-    runner = PlanRunner(plan, trials, ledger, options, on_done=done)
+    runner = runner_class(plan, trials, ledger, options, on_done=done, **runner_kwargs)
     session = Session(
         title=title or f"trials: {plan.name}", sources=[runner.run], controls=TrialsControls(runner),
         record_path=record_path,

@@ -77,6 +77,14 @@ class LedgerRow(BaseModel):
     points: list[dict[str, Any]] = Field(default_factory=list)
     point_verdicts: list[dict[str, Any]] = Field(default_factory=list)
     crossings: list[str] = Field(default_factory=list)
+    # The Slurm job behind the row (trials --slurm; tuiapp.slurm.runner.fill_slurm_fields)
+    slurm_job_id: str | None = None
+    slurm_state: str | None = None  # COMPLETED | FAILED | TIMEOUT | CANCELLED | OUT_OF_MEMORY | NODE_FAIL ...
+    slurm_nodes: list[str] = Field(default_factory=list)
+    slurm_queue_wait_s: float | None = None  # submit to start, as Slurm stamps them
+    slurm_reason: str | None = None  # why tuiapp cancelled it (the first fatal incident)
+    slurm_cancel_after_alert_s: float | None = None  # that incident's alert to scancel's return
+    slurm_submit_to_first_token_s: float | None = None
 
 
 GOOD_SHARE = 0.99  # a load "meets the SLO" when this share of its requests met every goal
