@@ -197,3 +197,82 @@ def test_launch_reports_a_help_that_ran_out_of_memory_as_oom(tmp_path):
     assert "result" in out.stdout and " oom" in out.stdout, out.stdout
     assert "is SGLang installed" not in out.stdout + out.stderr
     assert runs_of(site) == ["--help"]  # refused at preflight: never launched
+
+
+@pytest.mark.parametrize("argv, help_command, flags, remote", [
+    (["ssh", "-p", "2222", "-tt", "gpu1", "python3", "-m", "sglang.launch_server", "--tp", "8"],
+     ["ssh", "-o", "BatchMode=yes", "-p", "2222", "-tt", "gpu1", "python3 -m sglang.launch_server"], ["--tp", "8"],
+     "ssh gpu1"),
+    (["ssh", "gpu1", "cd /srv && CUDA_VISIBLE_DEVICES=0,1 sglang serve --tp 2 --model-path '/m x'"],
+     ["ssh", "-o", "BatchMode=yes", "gpu1", "sglang serve"], ["--tp", "2", "--model-path", "/m x"], "ssh gpu1"),
+    (["docker", "exec", "-it", "-e", "A=1", "-w", "/srv", "sgl", "python3", "-m", "sglang.launch_server", "--tp", "8"],
+     ["docker", "exec", "-e", "A=1", "-w", "/srv", "sgl", "python3", "-m", "sglang.launch_server"], ["--tp", "8"],
+     "docker exec sgl"),
+    (["docker", "exec", "-d", "sgl", "bash", "-lc", "python3 -m sglang.launch_server --tp 8"],
+     ["docker", "exec", "sgl", "python3", "-m", "sglang.launch_server"], ["--tp", "8"], "docker exec sgl"),
+    (["kubectl", "-n", "ml", "exec", "-it", "pod-0", "-c", "srv", "--", "sglang", "serve", "--tp", "8"],
+     ["kubectl", "-n", "ml", "exec", "pod-0", "-c", "srv", "--", "sglang", "serve"], ["--tp", "8"],
+     "kubectl exec pod-0"),
+])
+def test_remote_and_container_launchers_are_read_and_checked_through_their_wrapper(argv, help_command, flags,
+                                                                                    remote):
+    found = find_launcher(argv)
+    assert isinstance(found, Launcher), found
+    assert (found.help_command, found.flags, found.remote) == (help_command, flags, remote)
+
+
+@pytest.mark.parametrize("argv, reason", [
+    (["ssh", "gpu1"], "runs a login shell"),
+    (["ssh", "gpu1", "python3", "job.py"], "ssh gpu1 shows no SGLang launcher"),
+    (["kubectl", "exec", "pod-0", "--", "./serve.sh"], "runs serve.sh, which cannot be read from here"),
+    (["docker", "exec", "sgl", "bash", "serve.sh"], "runs the script serve.sh over there"),
+    (["kubectl", "exec", "pod-0", "--", "torchrun", "-m", "sglang.launch_server"], "runs torchrun"),
+])
+def test_remote_commands_that_cannot_be_read_here_are_not_checked(argv, reason):
+    found = find_launcher(argv)
+    assert isinstance(found, NotChecked) and reason in found.reason, found
+
+
+@pytest.fixture
+def remote(tmp_path, monkeypatch):
+    """Stand-in ssh, docker and kubectl that note their argv and answer --help from an SGLang that
+    exists only "over there"; the local SGLang is a job that touches a marker if ever run."""
+    monkeypatch.setattr(preflight_module, "_HELP_CACHE", {})
+    there = fake_sglang(tmp_path / "there", profile="0.5.23")
+    here = tmp_path / "here"
+    marker = tmp_path / "ran-here"
+    fake_sglang(here, source=f"pathlib.Path({str(marker)!r}).touch()\n")
+    monkeypatch.setenv("PYTHONPATH", str(here))
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    calls = tmp_path / "calls"
+    for tool in ("ssh", "docker", "kubectl"):
+        (bin_dir / tool).write_text(f"#!/bin/sh\necho {tool} \"$@\" >> {calls}\n"
+                                    f"PYTHONPATH={there} exec {PY} -m sglang.launch_server --help\n")
+        (bin_dir / tool).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
+    return calls, marker, there
+
+
+@pytest.mark.parametrize("wrapper", [["ssh", "gpu1"], ["docker", "exec", "-it", "sgl"],
+                                     ["kubectl", "exec", "-it", "pod-0", "--"]])
+def test_a_remote_launch_is_checked_against_the_sglang_over_there_never_the_local_one(remote, wrapper):
+    calls, marker, there = remote
+    problems = preflight([*wrapper, PY, "-m", "sglang.launch_server", "--model-path", "m", "--tp-sise", "8"])
+    assert [(p.flag, p.suggestion) for p in problems] == [("--tp-sise", "--tp-size")]
+    assert not marker.exists() and runs_of(there) == ["--help"]
+    (call,) = calls.read_text().splitlines()
+    assert call.startswith(wrapper[0]) and call.endswith("sglang.launch_server --help") and " -it " not in call
+
+
+def test_a_remote_help_that_fails_is_a_warning_never_is_sglang_installed(remote, tmp_path, monkeypatch):
+    calls, marker, _ = remote
+    (tmp_path / "bin" / "ssh").write_text("#!/bin/sh\necho 'ssh: connect to host gpu1 port 22: Connection refused'"
+                                          " >&2\nexit 255\n")
+    (p,) = preflight(["ssh", "gpu1", "python3", "-m", "sglang.launch_server", "--tp", "8"])
+    assert p.severity == "warning" and "flags not checked through ssh gpu1" in p.message
+    assert "Connection refused" in p.message and "is SGLang installed" not in str(p)
+    monkeypatch.setenv("PATH", str(tmp_path / "nowhere"))  # no ssh here at all
+    (p,) = preflight(["ssh", "gpu1", "python3", "-m", "sglang.launch_server", "--tp", "8"])
+    assert p.severity == "warning" and "cannot run 'ssh' here" in p.message and "is SGLang installed" not in str(p)
+    assert not marker.exists()

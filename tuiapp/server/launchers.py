@@ -8,6 +8,10 @@ environment wrapper (``env``, ``uv run``, ``conda run``), inside ``torchrun``/``
 wrappers (the launcher is run alone, never the wrapper), inside ``bash -c "..."`` or a shell
 script (read, never run), or as the command of an SGLang ``docker run`` image. Anything else
 is not run at all, and the reason is said.
+
+A launcher on another machine or in a running container (``ssh HOST ...``, ``docker exec C ...``,
+``kubectl exec POD -- ...``) is read from the command, never run here: its ``--help`` goes through
+the same wrapper, so the flags are checked against the SGLang that will serve, not the local one.
 """
 
 from __future__ import annotations
@@ -52,6 +56,7 @@ class Launcher:
     flags: list[str]  # the server's flags as given, to check against its --help
     name: str  # "sglang serve", "python -m sglang.launch_server", ...
     via: str = ""  # where it was found: "torchrun", "bash -c", "script run.sh", "docker run IMAGE"
+    remote: str = ""  # where --help runs when not here: "ssh gpu-node", "docker exec sglang", "kubectl exec pod"
 
 
 @dataclass(frozen=True)
@@ -75,6 +80,9 @@ def find_launcher(argv: list[str], _depth: int = 0) -> Launcher | NotChecked:
         return _shell(argv, _depth)
     if prog in _CONTAINER_TOOLS and len(argv) > 1 and argv[1] == "run":
         return _container(argv)
+    remote = _remote(argv, prog, _depth)
+    if remote is not None:
+        return remote
     if prog == "torchrun" or (_PYTHON.match(prog) and _python_module(argv)[0] in _TORCHRUN_MODULES):
         return _torchrun(argv, _depth)
     if _PYTHON.match(prog):
@@ -212,7 +220,7 @@ def _python_beside(program: str) -> str:
     return "python3"
 
 
-def _shell(argv: list[str], depth: int) -> Launcher | NotChecked:
+def _shell(argv: list[str], depth: int, remote: bool = False) -> Launcher | NotChecked:
     """``bash -c "..."`` (the text read, never run) or ``bash script.sh`` (the file read)."""
     prog = os.path.basename(argv[0])
     i = 1
@@ -220,10 +228,12 @@ def _shell(argv: list[str], depth: int) -> Launcher | NotChecked:
         if not argv[i].startswith("--") and "c" in argv[i][1:]:  # -c, -lc, -ec...
             if i + 1 >= len(argv):
                 return NotChecked(f"{prog} -c has no command text")
-            return _in_text(argv[i + 1], f"{prog} -c", depth)
+            return _in_text(argv[i + 1], f"{prog} -c", depth, remote=remote)
         i += 1
     if i >= len(argv):
         return NotChecked(f"{prog} reads its commands from stdin; there is nothing to check")
+    if remote:
+        return NotChecked(f"{prog} runs the script {argv[i]} over there, which cannot be read from here")
     return _script(argv[i], depth)
 
 
@@ -257,10 +267,11 @@ def _script(path: str, depth: int) -> Launcher | NotChecked:
                     none=f"the shell script {name} shows no SGLang launcher (a script is never run for preflight)")
 
 
-def _in_text(text: str, how: str, depth: int, none: str | None = None) -> Launcher | NotChecked:
-    """The first SGLang launcher among the commands of a shell text."""
+def _in_text(text: str, how: str, depth: int, none: str | None = None, remote: bool = False) -> Launcher | NotChecked:
+    """The first SGLang launcher among the commands of a shell text (run on another machine or
+    in a container when ``remote``: its scripts cannot be read from here)."""
     for command in shell_commands(text):
-        found = find_launcher(command, depth + 1)
+        found = _remote_inner(command, how, depth) if remote else find_launcher(command, depth + 1)
         if isinstance(found, Launcher):
             return _via(found, how)
     return NotChecked(none or f"{how} shows no SGLang launcher")
@@ -328,3 +339,102 @@ def _container(argv: list[str]) -> Launcher | NotChecked:
         return NotChecked(f"{tool} run {image} runs {os.path.basename(inner[0])}, not an SGLang launcher")
     return Launcher([argv[0], "run", "--rm", image, *found.help_command], found.flags, found.name,
                     f"{tool} run {image}")
+
+
+# ssh's options that take a value (`ssh -p 22 -i key host cmd`); every other one is a switch
+_SSH_WITH_VALUE = set("BbcDEeFIiJLlmOoPpQRSWw")
+# `docker exec` / `kubectl exec` options that take a value and that shape the command's
+# environment (kept for --help); switches such as -i, -t, -d are dropped
+_EXEC_KEEP = {"-e", "--env", "--env-file", "-u", "--user", "-w", "--workdir", "-c", "--container", "-n",
+              "--namespace", "--context", "--kubeconfig", "--cluster", "-s", "--server"}
+_EXEC_VALUE = _EXEC_KEEP | {"--detach-keys", "-f", "--filename", "--pod-running-timeout", "--token"}
+
+
+def _remote(argv: list[str], prog: str, depth: int) -> Launcher | NotChecked | None:
+    """``ssh HOST CMD``, ``docker|podman exec C CMD``, ``kubectl|oc exec POD -- CMD``: the SGLang
+    launcher in CMD, with ``--help`` run through the same wrapper; None for other programs."""
+    if prog == "ssh":
+        return _ssh(argv, depth)
+    if prog in _CONTAINER_TOOLS and len(argv) > 1 and argv[1] == "exec":
+        return _exec(argv, 2, depth, kube=False)
+    if prog in ("kubectl", "oc") and "exec" in argv[1:]:
+        return _exec(argv, argv.index("exec", 1) + 1, depth, kube=True)
+    return None
+
+
+def _ssh(argv: list[str], depth: int) -> Launcher | NotChecked:
+    i, opts = 1, []
+    while i < len(argv) and argv[i].startswith("-") and argv[i] != "-":
+        token = argv[i]
+        if token == "--":
+            i += 1
+            break
+        # `-p 22` takes the next word; `-p22` and a run of switches (`-tt`, `-nT`) do not
+        width = 2 if len(token) == 2 and token[1] in _SSH_WITH_VALUE else 1
+        opts += argv[i:i + width]
+        i += width
+    if i >= len(argv):
+        return NotChecked("ssh names no host")
+    host = argv[i]
+    if i + 1 >= len(argv):
+        return NotChecked(f"ssh {host} runs a login shell, no command that can be read")
+    # ssh hands the remote shell its words joined by spaces: read them as that shell would
+    found = _in_text(" ".join(argv[i + 1:]), f"ssh {host}", depth, remote=True)
+    if isinstance(found, NotChecked):
+        return found
+    wrapper = ["ssh", "-o", "BatchMode=yes", *opts, host]  # never a password prompt from a check
+    return Launcher([*wrapper, shlex.join(found.help_command)], found.flags, found.name, found.via,
+                    remote=f"ssh {host}")
+
+
+def _exec(argv: list[str], i: int, depth: int, *, kube: bool) -> Launcher | NotChecked:
+    tool = f"{os.path.basename(argv[0])} exec"
+    head = list(argv[:i])
+    target: str | None = None
+    while i < len(argv):
+        token = argv[i]
+        if token == "--":
+            i += 1
+            break
+        name = token.split("=", 1)[0]
+        if token.startswith("-") and token != "-":
+            if name in _EXEC_VALUE and "=" not in token:
+                if name in _EXEC_KEEP:
+                    head += argv[i:i + 2]
+                i += 2
+            else:
+                if name in _EXEC_KEEP:
+                    head.append(token)
+                i += 1  # a switch (-i, -t, -it, --tty) or --opt=value
+            continue
+        if target is None:
+            target = token
+            head.append(token)
+            i += 1
+            continue
+        break  # the command (kubectl's old form has no "--" before it)
+    if target is None:
+        return NotChecked(f"{tool} names no {'pod' if kube else 'container'}")
+    inner = argv[i:]
+    if not inner:
+        return NotChecked(f"{tool} {target} runs no command")
+    found = _remote_inner(inner, f"{tool} {target}", depth)
+    if isinstance(found, NotChecked):
+        return found
+    found = _via(found, f"{tool} {target}")
+    return Launcher([*head, *(["--"] if kube else []), *found.help_command], found.flags, found.name, found.via,
+                    remote=f"{tool} {target}")
+
+
+def _remote_inner(inner: list[str], where: str, depth: int) -> Launcher | NotChecked:
+    """The launcher of a command that runs on another machine or in a container: a script or
+    torchrun's interpreter there cannot be read from here, so those are not checked."""
+    prog = os.path.basename(inner[0])
+    if prog in _SHELLS:
+        return _shell(inner, depth + 1, remote=True)
+    if prog == "torchrun" or prog.endswith(".sh"):
+        return NotChecked(f"{where} runs {prog}, which cannot be read from here")
+    found = find_launcher(inner, depth + 1)
+    if isinstance(found, Launcher) and "script" in found.via:
+        return NotChecked(f"{where} runs {prog}, a script that cannot be read from here")
+    return found

@@ -331,19 +331,35 @@ def preflight(argv: list[str], *, timeout_s: float = 60, classify: Classify | No
     try:
         code, out = run_help(command, timeout_s=timeout_s)
     except OSError as exc:  # not found, not executable, or not a program (ENOEXEC)
+        if found.remote:
+            return [_remote_unchecked(found.remote, f"cannot run {command[0]!r} here: {exc.strerror or exc}")]
         hint = "is SGLang installed in this environment?" if isinstance(exc, (FileNotFoundError, PermissionError)) else None
         return [Problem("error", "", f"cannot run the server command {command[0]!r}: {exc.strerror or exc}", hint)]
     options = parse_help(out) if code == 0 else {}
     if code is None:
+        if found.remote:
+            return [_remote_unchecked(found.remote, f"`{shown} --help` did not finish within {timeout_s:g} s")]
         return [Problem("error", "", f"`{shown} --help` did not finish within {timeout_s:g} s"
                                      " (a command that does not know --help may have started instead)")]
     if not options:
+        if found.remote:
+            # the host, the container or the connection may be what failed, not SGLang: the
+            # launch itself will say, and its log is watched
+            last = next((ln.strip() for ln in reversed(out.splitlines()) if ln.strip()), "")
+            why = f"failed (exit {code}): {last[:200]}" if code != 0 and last else help_failure(code, out)
+            return [_remote_unchecked(found.remote, f"`{shown} --help` {why}")]
         return [_help_failed(shown, code, out, classify(out) if classify is not None else None)]
     # This server's own options say which abbreviations are secret flags (`--api-ke KEY`).
     from tuiapp.common.redact import remember, secret_values
 
     remember(*secret_values(flags, options=options))
     return check_flags(flags, options) + missing_required(flags, out)
+
+
+def _remote_unchecked(where: str, why: str) -> Problem:
+    """A launcher over ssh or in a container whose --help could not be read: said, not refused."""
+    return Problem("warning", "", f"flags not checked through {where}: {why}; the launch goes on",
+                   "--no-preflight skips the check")
 
 
 # What a --help that died of a known failure is reported as: the failure, not "is SGLang installed?"
