@@ -208,4 +208,5 @@ def test_attach_through_an_environment_proxy(proxy, tmp_path):
     runs = json.loads(summary.read_text())["runs"]
     assert len(runs) == 2 and all(run["errors"] == 0 and run["decode_tok_s"] for run in runs)
     paths = {line.split(" ", 1)[1].split(f":{port}", 1)[1] for line in proxy.seen}
-    assert {"/model_info", "/generate"} <= paths, paths
+    # the proxy sees a connection's first request: the readiness check, then the benchmark's
+    assert {"/health", "/generate"} <= paths, paths

@@ -28,7 +28,7 @@ import httpx
 import orjson
 
 from tuiapp.bench.http_client import open_post
-from tuiapp.bench.settings import ApiName, BenchSettings, Timeouts
+from tuiapp.bench.settings import NO_MODEL, ApiName, BenchSettings, Timeouts
 from tuiapp.bench.workload import Prompt
 from tuiapp.common import acceptance
 from tuiapp.common.lean_transport import STREAM_WAKE_S, take_back_cancel
@@ -119,7 +119,7 @@ def build_payload(api: ApiName, prompt: Prompt, settings: BenchSettings, model: 
             body["text"] = prompt.as_text()
         return orjson.dumps(body)
     body = {
-        "model": model or "default",
+        "model": model or "default",  # NO_MODEL (""): the server serves its one model, unnamed
         "max_tokens": max_new,
         "temperature": settings.temperature,
         "stream": True,
@@ -132,6 +132,8 @@ def build_payload(api: ApiName, prompt: Prompt, settings: BenchSettings, model: 
             body["return_spec_tokens_details"] = True
     for name in omit:
         body.pop(name, None)
+    if model == NO_MODEL:
+        del body["model"]
     if api == "chat":
         body["messages"] = prompt.as_messages()
     elif prompt.input_ids is not None:

@@ -45,6 +45,7 @@ from tuiapp.bench.points import (
     point_summary,
 )
 from tuiapp.bench.run_events import nan_alert, request_event, run_event
+from tuiapp.bench.server_state import ServerWatch
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.bench.workload import Prompt, build
 from tuiapp.common import stats
@@ -72,8 +73,12 @@ class BenchLoop:
         *,
         api_key: str | None = None,
         trial: str | None = None,
+        watch: ServerWatch | None = None,
     ) -> None:
         self.publish = publish
+        # the serving -> unreachable -> back cycle (tuiapp/bench/server_state.py): the incident,
+        # the header's state, and giving up after --server-wait-s
+        self.watch = watch
         self.base_url = base_url.rstrip("/")
         self.settings = settings
         self.trial = trial
@@ -453,7 +458,7 @@ class BenchLoop:
             if not res.connect_failed and res.http_status != 503:
                 self._outages_in_a_row = 0
                 return res
-            await self._wait_for_server(client, res.error or "cannot connect")
+            await self._wait_for_server(client, res.error or "cannot connect", refused=res.connect_failed)
 
     def _drop_refused_field(self, res: RequestResult) -> bool:
         """A 400/422 that names optional fields we sent: stop sending them (once per field)."""
@@ -499,7 +504,7 @@ class BenchLoop:
         except asyncio.TimeoutError:
             pass
 
-    async def _wait_for_server(self, client: httpx.AsyncClient, why: str) -> None:
+    async def _wait_for_server(self, client: httpx.AsyncClient, why: str, refused: bool = True) -> None:
         """One worker probes with backoff; the others wait on the event it sets."""
         if not self._server_ok.is_set():
             return
@@ -508,19 +513,28 @@ class BenchLoop:
         since = time.perf_counter()
         previous = self.state
         self._set_state("waiting_server", f"server unreachable ({why}); retrying")
+        watch = self.watch
+        if watch is not None:
+            watch.lost(why, refused=refused)
         try:
             for attempt in itertools.count():
                 if self._stop.is_set():
                     return
                 step = attempt + self._outages_in_a_row - 1
                 delay_s = _BACKOFF_S[min(step, len(_BACKOFF_S) - 1)]
+                left_s = watch.remaining_s() if watch is not None else None
                 try:
-                    await asyncio.wait_for(self._stop.wait(), timeout=delay_s)
+                    await asyncio.wait_for(self._stop.wait(), timeout=delay_s if left_s is None else min(delay_s, left_s))
                     return
                 except asyncio.TimeoutError:
                     pass
                 if await self._probe(client):
                     break
+                if watch is not None and watch.gave_up():
+                    self.stop()  # the workers see the stop when the event below lets them go
+                    return
+            if watch is not None:
+                watch.back()
             self._set_state(previous if previous != "waiting_server" else "running", "server is back")
         finally:
             # Like a pause, an outage is not run time (the run's failed requests say it happened).

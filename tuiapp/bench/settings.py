@@ -134,6 +134,23 @@ class BenchSettings(BaseModel):
         return [self.model_copy(update={"request_rate": float(v)}) for v in self.sweep_values]
 
 
+NO_MODEL = ""  # ``model``: requests name no model (a one-model server whose /v1/models fails)
+
+
+def for_server(settings: BenchSettings, engine: str, *, api: str = "auto", model: str | None = None,
+               name_no_model: bool = False) -> BenchSettings:
+    """What the server that answered can take: ``api`` "auto" is /generate on SGLang, with its
+    extension fields; any other OpenAI-compatible server gets the standard API only (chat),
+    named ``model`` (a given ``--model`` wins; ``name_no_model``: no name at all)."""
+    sglang = engine == "sglang"
+    if api == "auto":
+        api = "generate" if sglang else "chat"
+    update: dict[str, Any] = {"api": api, "sglang_extensions": sglang, "flush_cache": settings.flush_cache and sglang}
+    if settings.model is None and not sglang:
+        update["model"] = NO_MODEL if name_no_model else model
+    return settings.model_copy(update=update)
+
+
 def parse_mean_spread(text: str) -> tuple[int, int]:
     """'512:64' -> (512, 64); '512' -> (512, 0)."""
     mean_s, _, spread_s = str(text).partition(":")

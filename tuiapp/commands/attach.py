@@ -29,6 +29,12 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--first-token-timeout", type=float, default=120.0, metavar="S")
     parser.add_argument("--stall-timeout", type=float, default=30.0, metavar="S")
     parser.add_argument("--connect-timeout", type=float, default=5.0, metavar="S")
+    parser.add_argument("--ready-timeout", type=float, default=60.0, metavar="S",
+                        help="wait this long for a server that is starting (refuses connections, answers 503"
+                             " or says 'starting') before giving up (default 60)")
+    parser.add_argument("--server-wait-s", type=float, default=60.0, metavar="S",
+                        help="headless: give up (exit 1) when the server stays unreachable this long after it"
+                             " served (default 60; the dashboard waits until you quit)")
     parser.add_argument("--metrics-interval", type=float, default=1.0, metavar="S")
     parser.add_argument(
         "--telemetry", choices=["auto", "nvml", "sim", "dcgm", "off"], default="auto",
@@ -91,14 +97,23 @@ def _settings(args: argparse.Namespace) -> Any:
         raise UsageError(f"{where}: {msg}" if where else msg) from None
 
 
-def for_server(settings: Any, info: Any, args: argparse.Namespace) -> Any:
-    """What the server that answered can take: SGLang gets /generate and its extension
-    fields; any other OpenAI-compatible server the standard chat API only."""
-    sglang = info.engine == "sglang"
-    api = args.api if args.api != "auto" else ("generate" if sglang else "chat")
-    return settings.model_copy(update={
-        "api": api, "sglang_extensions": sglang, "flush_cache": settings.flush_cache and sglang,
-    })
+def for_server(settings: Any, info: Any, args: argparse.Namespace, found: Any = None) -> Any:
+    """What the server that answered can take (bench/settings.py ``for_server``); ``found``:
+    the discovery's model name, if any."""
+    from tuiapp.bench.settings import for_server as adapt
+
+    return adapt(settings, info.engine, api=args.api, model=found.model if found else None,
+                 name_no_model=bool(found and found.name_no_model))
+
+
+def check_options(args: argparse.Namespace) -> None:
+    """The numeric options argparse cannot judge: one-line UsageError."""
+    from tuiapp.common.errors import UsageError
+
+    for name in ("metrics_interval", "ready_timeout", "server_wait_s"):
+        value = getattr(args, name)
+        if not value > 0:  # NaN too
+            raise UsageError(f"--{name.replace('_', '-')} must be positive")
 
 
 def _check_url(raw: str) -> str:
@@ -234,20 +249,20 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tuiapp.bench.loop import BenchLoop
+    from tuiapp.bench.server_state import ServerWatch
     from tuiapp.bench.workload import WorkloadError
     from tuiapp.commands.frontend import run as run_session
     from tuiapp.commands.net_args import apply_net_arguments
     from tuiapp.common.errors import UsageError
     from tuiapp.common.http_clients import ServerClient
-    from tuiapp.events import ServerState
-    from tuiapp.server.info import ServerUnreachable, fetch_server_info
+    from tuiapp.events import Note, ServerState
+    from tuiapp.server.info import ServerUnreachable
     from tuiapp.server.metrics_poll import run_metrics_poller
     from tuiapp.session import Session
 
     url = _check_url(args.url)
     apply_net_arguments(args)
-    if args.metrics_interval <= 0:
-        raise UsageError("--metrics-interval must be positive")
+    check_options(args)
     if args.summary and not Path(args.summary).parent.is_dir():
         # checked now: finding out after the whole benchmark would lose its results
         raise UsageError(f"--summary: no directory {str(Path(args.summary).parent)!r}")
@@ -255,11 +270,12 @@ def run(args: argparse.Namespace) -> int:
     sources = log_sources(args)
     telemetry = telemetry_kind(args, url)
     try:
-        info = asyncio.run(fetch_server_info(url, api_key=args.api_key, timeout_s=args.connect_timeout + 5))
+        found = asyncio.run(_ready_and_discovered(url, args))
     except ServerUnreachable as exc:
         print(f"tuiapp attach: error: {exc}", file=sys.stderr)
         return 1
-    settings = for_server(settings, info, args)
+    info = found.info
+    settings = for_server(settings, info, args, found)
     if args.telemetry == "auto" and info.engine == "sglang" and is_simulator(url, args.api_key):
         telemetry = "sim"  # its GPUs are modelled behind the same URL, wherever it runs
 
@@ -275,8 +291,10 @@ def run(args: argparse.Namespace) -> int:
             "trial": args.trial,
         },
     )
+    # the dashboard waits for a lost server until you quit; a headless job gives up
+    watch = ServerWatch(session.bus.publish, url, wait_s=args.server_wait_s if args.headless else None)
     try:
-        loop = BenchLoop(session.bus.publish, url, settings, api_key=args.api_key, trial=args.trial)
+        loop = BenchLoop(session.bus.publish, url, settings, api_key=args.api_key, trial=args.trial, watch=watch)
     except WorkloadError as exc:
         raise UsageError(str(exc)) from None
     session.controls = AttachControls(loop, session.bus.publish)
@@ -289,11 +307,13 @@ def run(args: argparse.Namespace) -> int:
     async def bench_source(bus: Any) -> None:
         bus.publish(ServerState(state="running", url=url, message="attached"))
         bus.publish(info)
+        for text in found.notes:
+            bus.publish(Note(level="warning", text=text, source="attach"))
         try:
             await loop.run()
         finally:
             done.set()
-        session.finish(0 if loop.decode_runs() else 1)
+        session.finish(0 if _failure(loop) is None else 1)
 
     async def metrics_source(bus: Any) -> None:
         await run_metrics_poller(
@@ -305,12 +325,14 @@ def run(args: argparse.Namespace) -> int:
     # one request at a time, queue the poll behind a benchmark request)
     session.sources = [bench_source, metrics_source] if info.engine == "sglang" else [bench_source]
     session.sources += _telemetry_sources(telemetry, args, url, done, http)
-    session.sources += _log_tasks(sources, args, session.bus.publish, done)
+    session.sources += _log_tasks(sources, args, watch.tap(session.bus.publish), done)
 
     session.metrics = metrics_args.start(args)
     code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     if loop.warmup_failed:
         print(f"tuiapp attach: error: every warm-up request failed: {loop.warmup_failed}", file=sys.stderr)
+    elif code and (why := _failure(loop)) is not None:
+        print(f"tuiapp attach: error: {why}", file=sys.stderr)
     if args.summary:
         try:
             Path(args.summary).write_text(json.dumps(loop.summary(), indent=2) + "\n")
@@ -319,3 +341,46 @@ def run(args: argparse.Namespace) -> int:
             return 1
     return code
 
+
+
+async def _ready_and_discovered(url: str, args: argparse.Namespace) -> Any:
+    """Wait while the server starts (a progress line on stderr), then find what to send."""
+    import sys
+
+    import httpx
+
+    from tuiapp.bench.server_state import NotReady, wait_until_ready
+    from tuiapp.common.http_clients import async_client
+    from tuiapp.common.net_errors import cause
+    from tuiapp.server.discovery import discover
+    from tuiapp.server.info import ServerUnreachable
+
+    def progress(line: str) -> None:
+        print(f"tuiapp attach: {line}", file=sys.stderr, flush=True)
+
+    timeout_s = args.connect_timeout + 5
+    async with async_client(url, api_key=args.api_key, timeout=timeout_s) as client:
+        try:
+            await wait_until_ready(client, url, timeout_s=args.ready_timeout, progress=progress)
+        except NotReady as exc:
+            raise ServerUnreachable(str(exc)) from None
+        except httpx.HTTPError as exc:
+            raise ServerUnreachable(f"cannot connect to {url}: {cause(exc)}") from None
+        return await discover(url, api=args.api, model=args.model, api_key=args.api_key, timeout_s=timeout_s,
+                              client=client)
+
+
+def _failure(loop: Any) -> str | None:
+    """Why the benchmark failed (exit 1), or None: the server was given up on, no run gave
+    a figure, or a sweep or search lost points (a point with no served request, or never run)."""
+    if loop.watch is not None and loop.watch.gave_up_reason:
+        return loop.watch.gave_up_reason
+    if not loop.decode_runs():
+        return "no run produced a decode figure"
+    s = loop.settings
+    empty = sum(1 for p in loop.points if p.requests <= p.errors)
+    if s.find_max_load:
+        return f"{empty} probe(s) of --find-max-load had no served request" if empty else None
+    planned = len(s.points())
+    lost = empty + max(0, planned - len(loop.points)) if s.sweep is not None else empty
+    return f"{lost} of {planned} load points lost (no served request, or never run)" if lost else None

@@ -57,7 +57,7 @@ def server_host(argv: list[str]) -> str:
 def server_port(argv: list[str]) -> int:
     raw = flag_value(argv, "--port")
     if raw is None:
-        return DEFAULT_PORT
+        return FAMILY_PORTS.get(server_family(argv) or "", DEFAULT_PORT)
     try:
         return int(raw)
     except ValueError:
@@ -90,3 +90,46 @@ def api_key_from(argv: list[str]) -> str | None:
         if not any(o.startswith("--api-key"[:n]) for o in SGLANG_SECRET_FLAGS if o != "--api-key")
     }
     return flag_value(argv, *names)
+
+
+# Servers that are not SGLang but speak OpenAI's API, by the command that starts them, and
+# the port each listens on by default.
+FAMILY_PORTS = {"vllm": 8000, "transformers": 8000}
+_SERVE_FAMILIES = ("sglang", "vllm", "transformers")
+
+
+def _serve_index(argv: list[str]) -> int | None:
+    """Where ``serve`` follows ``sglang``, ``vllm`` or ``transformers`` (any path or wrapper)."""
+    for i in range(1, len(argv)):
+        if argv[i] == "serve" and argv[i - 1].rsplit("/", 1)[-1] in _SERVE_FAMILIES:
+            return i
+    return None
+
+
+def server_family(argv: list[str]) -> str | None:
+    """"sglang", "vllm" or "transformers" when the command starts one of them, else None."""
+    i = _serve_index(argv)
+    if i is not None:
+        return argv[i - 1].rsplit("/", 1)[-1]
+    joined = " ".join(argv)
+    if "sglang.launch_server" in joined or "tuiapp.sim.server" in joined:
+        return "sglang"
+    if "vllm.entrypoints" in joined:
+        return "vllm"
+    return None
+
+
+def served_model(argv: list[str]) -> str | None:
+    """The model name requests must carry, read from the server command: its
+    ``--served-model-name``, else ``--model-path``/``--model``, else the positional model of
+    ``sglang serve``, ``vllm serve`` or ``transformers serve`` (the word right after ``serve``)."""
+    named = flag_value(argv, "--served-model-name")
+    if named:
+        return named.split()[0]
+    path = flag_value(argv, "--model-path", "--model")
+    if path:
+        return path
+    i = _serve_index(argv)
+    if i is not None and i + 1 < len(argv) and not argv[i + 1].startswith("-"):
+        return argv[i + 1]
+    return None

@@ -28,6 +28,11 @@ class ServerUnreachable(Exception):
     """The URL does not answer as an SGLang (or OpenAI-compatible) server."""
 
 
+class ModelsUnavailable(ServerUnreachable):
+    """Not SGLang, and ``/v1/models`` failed: a probe request may still find it serving
+    (tuiapp/server/discovery.py)."""
+
+
 def server_message(resp: httpx.Response, limit: int = 160) -> str:
     """The server's own words for a failed request: the JSON ``detail``/``error``/``message``
     (FastAPI, OpenAI and SGLang spell it differently), else the first line of the body."""
@@ -95,10 +100,13 @@ def _str(value: Any) -> str | None:
 
 
 async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeout_s: float = 5.0,
-                            client: httpx.AsyncClient | None = None) -> ServerInfo:
+                            client: httpx.AsyncClient | None = None, model: str | None = None) -> ServerInfo:
     """Ask the server; raise :class:`ServerUnreachable` (one-line message) if it does not answer.
-    ``client``: the session's client of this server (carrying ``api_key``), else one of its own."""
+    ``client``: the session's client of this server (carrying ``api_key``), else one of its own.
+    ``model``: the name the user gave; a server that is not SGLang is then not asked for
+    ``/v1/models``."""
     base_url = base_url.rstrip("/")
+    named = model
     async with contextlib.AsyncExitStack() as stack:
         if client is None:
             client = await stack.enter_async_context(async_client(base_url, api_key=api_key, timeout=timeout_s))
@@ -111,12 +119,15 @@ async def fetch_server_info(base_url: str, *, api_key: str | None = None, timeou
             if model is None and server is None:
                 engine = "openai"
                 # An OpenAI-compatible server that is not SGLang still gets a benchmark.
-                models = await _get_json(client, base_url, ("/v1/models",), timeout_s, failures)
-                if models is None:
+                if named is not None:
+                    model_data: dict[str, Any] | None = {"data": [{"id": named}]}
+                else:
+                    model_data = await _get_json(client, base_url, ("/v1/models",), timeout_s, failures)
+                if model_data is None:
                     why = f" ({failures[-1]})" if failures else " (GET /v1/models: no JSON object)"
-                    raise ServerUnreachable(
+                    raise ModelsUnavailable(
                         f"{base_url} answers, but not as an SGLang or OpenAI-compatible server{why}")
-                data = models.get("data")
+                data = model_data.get("data")
                 first = data[0] if isinstance(data, list) and data else None
                 model = {"model_path": first.get("id") if isinstance(first, dict) else None}
         except httpx.ConnectError as exc:
