@@ -1,4 +1,5 @@
-"""Server-side figures while the loop runs: /metrics (Prometheus) and /server_info.
+"""Server-side figures while the loop runs: /metrics (Prometheus), /server_info, and per-rank
+load snapshots for the wedge detector (tuiapp.server.loads_poll, tuiapp.server.wedge).
 
 ``/metrics`` exists only with ``--enable-metrics``; a 404 turns it off for the session.
 ``/server_info`` needs no flag but is an RPC into the scheduler (it hangs when the
@@ -6,7 +7,9 @@ scheduler is wedged), so it gets a short timeout and is polled at most every 2 s
 while /metrics does not give the generation throughput (it carries nothing more).
 Scheduler gauges carry ``tp_rank``/``dp_rank`` labels: series of one DP group are
 replicas of the same number (TP 0 writes them), so throughputs are summed over DP groups
-and other gauges averaged; the usage gauge takes the fullest group.
+and other gauges averaged; the usage gauge takes the fullest group. Names are read in both
+spellings, ``sglang:`` and ``sglang_`` (tuiapp.server.metric_names). Counters give window
+figures from their deltas: the exact accept length (generated tokens / verify calls).
 """
 
 from __future__ import annotations
@@ -22,13 +25,19 @@ from typing import Any
 
 import httpx
 
+from tuiapp.common import acceptance
 from tuiapp.common.http_clients import DEFAULT_TIMEOUT, async_client
 from tuiapp.common.ticks import until_tick_s, wait_stop
 from tuiapp.events import Note, ServerStats
 from tuiapp.server.info import decode_side
+from tuiapp.server.loads_poll import LoadsSource
+from tuiapp.server.metric_names import server_name, spellings
+from tuiapp.server.wedge import RankLoad, WedgeDetector
 
 Publish = Callable[[Any], None]
 
+# The families read, each named once by its server spelling; a router's /engine_metrics and
+# Prometheus escaping give the same names with "sglang_" (tuiapp.server.metric_names).
 _WANTED = {
     "sglang:gen_throughput": "gen_throughput_tok_s",
     "sglang:spec_accept_length": "accept_length",
@@ -39,34 +48,51 @@ _WANTED = {
     "sglang:num_used_tokens": "num_tokens",
     "sglang:num_retracted_reqs": "retracted_reqs",
     "sglang:is_cuda_graph": "cuda_graph",
+    # newer families (0.5.23): KV headroom, busy share, the adaptive step budget (#21599)
+    "sglang:kv_available_tokens": "kv_available_tokens",
+    "sglang:utilization": "utilization",
+    "sglang:spec_num_steps": "spec_num_steps",
 }
-_SUMMED = {"gen_throughput_tok_s", "running_reqs", "queue_reqs", "num_tokens", "retracted_reqs"}
-_INTS = {"running_reqs", "queue_reqs", "num_tokens", "retracted_reqs"}
+_SUMMED = {"gen_throughput_tok_s", "running_reqs", "queue_reqs", "num_tokens", "retracted_reqs", "kv_available_tokens"}
+_INTS = {"running_reqs", "queue_reqs", "num_tokens", "retracted_reqs", "kv_available_tokens", "spec_num_steps"}
+# Counters (every series summed, TP replicas skipped): deltas give exact window figures.
+_COUNTED = {
+    "sglang:generation_tokens_total": "generation_tokens",
+    "sglang:spec_verify_calls_total": "verify_calls",
+    "sglang:num_retracted_requests_total": "retractions_total",
+    "sglang:dp_attention_token_imbalance_ratio_sum": "imbalance_sum",
+    "sglang:dp_attention_token_imbalance_ratio_count": "imbalance_count",
+}
 SERVER_INFO_EVERY_S = 2.0
 METRICS_ABSENT = "/metrics not exported (SGLang needs --enable-metrics): no running, queued or KV figures"
 
 
-_NAMES = tuple(_WANTED)
+_NAMES = spellings(_WANTED)
+_COUNTER_NAMES = spellings(_COUNTED)
 
 
 _SAMPLE_RE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?[ \t]+(\S+)(?:[ \t]+\S+)?[ \t]*$")
 _DP_RE = re.compile(r'(?:^|,)\s*dp_rank="((?:[^"\\]|\\.)*)"')
+_TP_RE = re.compile(r'(?:^|,)\s*tp_rank="((?:[^"\\]|\\.)*)"')
 
 
-def _samples(text: str):
-    """(name, dp_rank, value) of each sample line of the families we read.
+def _samples(text: str, wanted: dict[str, str] = _WANTED, starts: tuple[str, ...] = _NAMES, tp: bool = False):
+    """(name, dp_rank, value) of each sample line of the families we read, the name in its
+    server spelling whichever spelling came; with ``tp``, series of TP ranks other than 0
+    (replicas of the same figure) are skipped.
 
     The Prometheus text format's sample lines, read with two regexes: prometheus_client's
     parser walks every character in Python (~0.5 ms a poll for 18 lines, half a poll's CPU),
     and we need one label. Comments and other families are skipped by their first bytes."""
     for line in text.splitlines():
-        if not line.startswith(_NAMES):
+        if not line.startswith(starts):
             continue
         m = _SAMPLE_RE.match(line)
         if m is None:
             continue
         name, labels, raw = m.groups()
-        if name not in _WANTED:
+        name = server_name(name)
+        if name not in wanted:
             continue  # a longer name with the same start (_total, _created, _bucket...)
         try:
             value = float(raw)
@@ -77,7 +103,21 @@ def _samples(text: str):
             d = _DP_RE.search(labels)
             if d is not None:
                 dp = d.group(1)
+            if tp:
+                t = _TP_RE.search(labels)
+                if t is not None and t.group(1) != "0":
+                    continue
         yield name, dp, value
+
+
+def parse_counters(text: str) -> dict[str, float]:
+    """The counters of :data:`_COUNTED`, each summed over its series."""
+    out: dict[str, float] = {}
+    for name, _dp, value in _samples(text, _COUNTED, _COUNTER_NAMES, tp=True):
+        if math.isfinite(value):
+            key = _COUNTED[name]
+            out[key] = out.get(key, 0.0) + value
+    return out
 
 
 def parse_metrics(text: str) -> dict[str, Any]:
@@ -106,7 +146,37 @@ def parse_metrics(text: str) -> dict[str, Any]:
     if out.get("accept_length") == 0.0:
         out["accept_length"] = None  # gauge is 0 when speculation is off or idle
         out["accept_rate"] = None
+    if out.get("spec_num_steps") == 0:
+        out["spec_num_steps"] = None  # 0.5.23 exports it on every server, 0 without speculation
     return out
+
+
+class CounterWindow:
+    """Counter deltas between two polls: the exact accept length of the window (generated
+    tokens / verify calls, tuiapp.common.acceptance) instead of the gauge's last decode-log
+    window, and the mean DP-attention token imbalance of the window."""
+
+    def __init__(self) -> None:
+        self.last: dict[str, float] = {}
+
+    def fields(self, counters: dict[str, float]) -> dict[str, Any]:
+        prev, self.last = self.last, counters
+        out: dict[str, Any] = {}
+        if "retractions_total" in counters:
+            out["retractions_total"] = int(counters["retractions_total"])
+
+        def delta(key: str) -> float | None:
+            if key in counters and key in prev:
+                return counters[key] - prev[key]
+            return None
+
+        d_verify, d_tokens = delta("verify_calls"), delta("generation_tokens")
+        if d_verify is not None and d_tokens is not None:
+            out["accept_length"] = acceptance.window_length(d_tokens, d_verify)
+        d_sum, d_count = delta("imbalance_sum"), delta("imbalance_count")
+        if d_sum is not None and d_count:
+            out["dp_imbalance_ratio"] = d_sum / d_count if d_count > 0 else None
+        return out
 
 
 def parse_server_info(info: dict[str, Any]) -> dict[str, Any] | None:
@@ -131,19 +201,26 @@ async def run_metrics_poller(
     interval_s: float = 1.0,
     stop: asyncio.Event | None = None,
     client: httpx.AsyncClient | None = None,
+    wedge_detection: bool = True,
+    detector: WedgeDetector | None = None,
 ) -> None:
-    """``client``: the session's client of this server (carrying ``api_key``), else one of its own."""
+    """``client``: the session's client of this server (carrying ``api_key``), else one of its own.
+    ``wedge_detection``: also read per-rank load snapshots each tick and flag a wedged rank
+    (tuiapp.server.wedge)."""
     base_url = base_url.rstrip("/")
     metrics_on = True
     info_on = True
     next_info_s = 0.0
+    state = MetricsState()
+    loads = LoadsSource(base_url) if wedge_detection else None
+    detector = detector or WedgeDetector()
     async with contextlib.AsyncExitStack() as stack:
         if client is None:
             client = await stack.enter_async_context(async_client(base_url, api_key=api_key))
         while stop is None or not stop.is_set():
             has_throughput = False
             if metrics_on:
-                metrics_on, has_throughput = await _poll_metrics(client, base_url, publish)
+                metrics_on, has_throughput = await _poll_metrics(client, base_url, publish, state)
                 if not metrics_on:  # the dashboard's server panel says why its figures are missing
                     publish(Note(source="metrics", text=METRICS_ABSENT))
             now = time.monotonic()
@@ -152,11 +229,47 @@ async def run_metrics_poller(
             if info_on and not has_throughput and now >= next_info_s:
                 next_info_s = now + max(interval_s, SERVER_INFO_EVERY_S)
                 info_on = await _poll_server_info(client, base_url, publish)
+            if loads is not None and loads.due(now):
+                judged, ranks = await loads.poll(client, now, interval_s, before_server_info=metrics_on)
+                source = loads.path
+                if loads.at_server_info and metrics_on:
+                    # the scheduler's own gauges freeze with it too, and cost no scheduler RPC
+                    ranks = metrics_ranks(state.text) if state.text is not None else None
+                    judged, source, state.text = ranks is not None, "/metrics", None
+                if judged:
+                    detector.source = source or detector.source
+                    for event in detector.observe(time.monotonic(), ranks, busy_hint=state.busy):
+                        publish(event)
             # to the next tick of the grid the samplers use: one wake-up for all of them
             await wait_stop(stop, until_tick_s(interval_s))
 
 
-async def _poll_metrics(client: httpx.AsyncClient, base_url: str, publish: Publish) -> tuple[bool, bool]:
+class MetricsState:
+    """What one /metrics poll leaves for the next and for the wedge detector."""
+
+    def __init__(self) -> None:
+        self.window = CounterWindow()
+        self.busy: bool | None = None  # requests running or queued
+        self.text: str | None = None  # the latest body, until the wedge detector read it
+
+
+def metrics_ranks(text: str) -> list[RankLoad]:
+    """Per DP group: its running and queued requests and throughput, stamped with every gauge
+    the scheduler rewrites as it works (they all stop when it wedges)."""
+    per_dp: dict[str, dict[str, float]] = defaultdict(dict)
+    for name, dp, value in _samples(text):
+        per_dp[dp].setdefault(_WANTED[name], value)
+    out = []
+    for dp, g in sorted(per_dp.items()):
+        running, queued = g.get("running_reqs"), g.get("queue_reqs")
+        out.append(RankLoad(int(dp) if dp.isdigit() else len(out),
+                            int(running) if running is not None else None, int(queued) if queued is not None else None,
+                            g.get("gen_throughput_tok_s"), tuple(sorted(g.items()))))
+    return out
+
+
+async def _poll_metrics(client: httpx.AsyncClient, base_url: str, publish: Publish,
+                        state: MetricsState | None = None) -> tuple[bool, bool]:
     """(the endpoint exists, it gave the generation throughput); the first is False for a
     server without --enable-metrics."""
     try:
@@ -168,9 +281,19 @@ async def _poll_metrics(client: httpx.AsyncClient, base_url: str, publish: Publi
     if resp.status_code != 200:
         return True, False
     try:
-        fields = parse_metrics(resp.text)
+        text = resp.text
+        fields = parse_metrics(text)
+        if state is not None:
+            counted = state.window.fields(parse_counters(text))
+            if "accept_length" in counted:
+                # exact over the window, where the server counts verify calls; None while idle
+                fields["accept_length"] = counted.pop("accept_length")
+            fields.update(counted)
+            state.text = text
     except ValueError:
         return True, False  # a torn or non-Prometheus body; the next poll may be fine
+    if state is not None and ("running_reqs" in fields or "queue_reqs" in fields):
+        state.busy = (fields.get("running_reqs") or 0) + (fields.get("queue_reqs") or 0) > 0
     if fields:
         publish(ServerStats(source="metrics", **fields))
     return True, fields.get("gen_throughput_tok_s") is not None

@@ -31,7 +31,7 @@ class LoadsBoard:
         return s.hung or dp_rank in s.hung_dp
 
     def _live(self, dp_rank: int) -> dict:
-        sim, s, plan = self.sim, self.sim.scheduler, self.sim.plan
+        s, plan = self.sim.scheduler, self.sim.plan
         dp = plan.dp_size
         running = [r for r in s.running if r.dp_rank == dp_rank]
         waiting = [r for r in s.waiting if r.dp_rank == dp_rank]
