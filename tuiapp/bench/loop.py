@@ -45,7 +45,6 @@ from tuiapp.bench.points import (
     point_summary,
 )
 from tuiapp.bench.run_events import nan_alert, request_event, run_event
-from tuiapp.bench.server_state import ServerWatch
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.bench.workload import Prompt, build
 from tuiapp.common import stats
@@ -57,6 +56,7 @@ from tuiapp.events import (
     RunDone,
     RunFigures,
 )
+from tuiapp.server.states import ServerWatch
 
 Publish = Callable[[Any], None]
 
@@ -76,7 +76,7 @@ class BenchLoop:
         watch: ServerWatch | None = None,
     ) -> None:
         self.publish = publish
-        # the serving -> unreachable -> back cycle (tuiapp/bench/server_state.py): the incident,
+        # the serving -> unreachable -> back cycle (tuiapp/server/states.py): the incident,
         # the header's state, and giving up after --server-wait-s
         self.watch = watch
         self.base_url = base_url.rstrip("/")

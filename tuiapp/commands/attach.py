@@ -249,7 +249,6 @@ def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
     from tuiapp.bench.loop import BenchLoop
-    from tuiapp.bench.server_state import ServerWatch
     from tuiapp.bench.workload import WorkloadError
     from tuiapp.commands.frontend import run as run_session
     from tuiapp.commands.net_args import apply_net_arguments
@@ -258,6 +257,7 @@ def run(args: argparse.Namespace) -> int:
     from tuiapp.events import Note, ServerState
     from tuiapp.server.info import ServerUnreachable
     from tuiapp.server.metrics_poll import run_metrics_poller
+    from tuiapp.server.states import ServerWatch
     from tuiapp.session import Session
 
     url = _check_url(args.url)
@@ -349,11 +349,11 @@ async def _ready_and_discovered(url: str, args: argparse.Namespace) -> Any:
 
     import httpx
 
-    from tuiapp.bench.server_state import NotReady, wait_until_ready
     from tuiapp.common.http_clients import async_client
     from tuiapp.common.net_errors import cause
     from tuiapp.server.discovery import discover
     from tuiapp.server.info import ServerUnreachable
+    from tuiapp.server.states import NotReady, wait_until_ready
 
     def progress(line: str) -> None:
         print(f"tuiapp attach: {line}", file=sys.stderr, flush=True)

@@ -25,6 +25,8 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--log", metavar="FILE",
                         help="server log file (default: beside --record, else ./tuiapp-server.log)")
     parser.add_argument("--name", default="launch", help="trial name shown and recorded")
+    parser.add_argument("--model", help="model name for the OpenAI APIs (default: read from the server command:"
+                        " --served-model-name, --model-path, or the model after 'sglang|vllm|transformers serve')")
     parser.add_argument("--no-preflight", action="store_true", help="skip the flag check against --help")
     parser.add_argument("--ready-timeout", type=float, default=1800.0, metavar="S",
                         help="seconds from launch to ready before giving up (default 1800)")
@@ -67,7 +69,7 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
 
     from tuiapp.bench.settings import BenchSettings
     from tuiapp.common.errors import UsageError
-    from tuiapp.server.command import server_url
+    from tuiapp.server.command import served_model, server_family, server_url
     from tuiapp.server.preflight import split_command
     from tuiapp.trials.flags import parse_tokens
     from tuiapp.trials.plan import TimeoutSpec, TrialConfig
@@ -95,10 +97,15 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
     from tuiapp.commands.bench_args import load_settings, workload_of
 
     try:
+        # SGLang gets /generate; a server we know is not SGLang the standard API only (and
+        # one we do not know is settled by discovery once it is ready: trials/runner.py)
+        other = server_family(argv) in ("vllm", "transformers")
         fields = dict(runs=args.runs, requests_per_run=args.requests_per_run, concurrency=args.concurrency,
                       max_new_tokens=args.max_new_tokens, warmup_requests=args.warmup,
-                      api="generate" if args.api == "auto" else args.api,  # we launch SGLang
-                      workload=workload_of(args))
+                      api=("chat" if other else "generate") if args.api == "auto" else args.api,
+                      model=args.model or served_model(argv), workload=workload_of(args))
+        if other:
+            fields.update(sglang_extensions=False, flush_cache=False)
         fields.update(load_settings(args))  # --output-tokens MEAN[:SPREAD] overrides --max-new-tokens
         bench = BenchSettings(**fields)
     except ValueError as exc:  # pydantic's ValidationError is one

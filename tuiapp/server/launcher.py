@@ -3,7 +3,8 @@
 Lifecycle events (``ServerState``): starting -> ready | failed; stopping -> stopped. A
 process that exits on its own publishes failed (with the cause taken from its output) or
 stopped (exit code 0 after it was ready). Readiness: the ready line in the output, or
-``GET {url}/health`` answering 200, whichever comes first.
+``GET {url}/health`` answering 200 (a server without ``/health``: ``/v1/models`` answering),
+whichever comes first.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from tuiapp.server.command import api_key_from, server_host, server_port, server
 from tuiapp.server.output import OutputConsumer, OutputPump
 from tuiapp.server.ports import port_in_use
 from tuiapp.server.proctree import ProcessTree
+from tuiapp.server.states import readiness
 
 PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size; the default 64 KiB fills in ~30 ms at 8 ranks' burst rate
 HEALTH_POLL_S = 0.5
@@ -251,8 +253,8 @@ class ServerProcess:
                 client = await stack.enter_async_context(async_client(self._url, api_key=self._api_key))
             while self._state == "starting":
                 try:
-                    response = await client.get(f"{self._url}/health", timeout=DEFAULT_TIMEOUT)
-                    if response.status_code == 200:
+                    # what "starting" and "ready" mean is one rule, for attach too (server/states.py)
+                    if await readiness(client, self._url, timeout_s=DEFAULT_TIMEOUT) is None:
                         self._mark_ready("/health")
                         return
                 except httpx.HTTPError:

@@ -55,6 +55,8 @@ class FakeSGLang:
     no_usage: bool = False
     one_at_a_time: bool = False
     interrupt: bool = False  # a new request ends the running stream ([DONE], no finish reason)
+    models_fail: bool = False  # GET /v1/models answers 500 (transformers serve 5.17 without its hub cache)
+    pinned: bool = False  # a request naming another model than ``model`` gets 400 (transformers serve MODEL)
     refused: int = 0  # requests answered 422 or 429
     streaming: int = 0
     requests: int = 0
@@ -107,6 +109,8 @@ class FakeSGLang:
             return conn.respond(200, b"Cache flushed.\n", "text/plain")
         if path == "/metrics" and self.metrics:
             return conn.respond(200, self._metrics_text(), "text/plain; version=0.0.4")
+        if path == "/v1/models" and self.models_fail:
+            return conn.respond(500, b"Internal Server Error", "text/plain")
         if path == "/v1/models":
             return conn.respond(200, orjson.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}))
         info = {"/server_info": self._server_info, "/get_server_info": self._server_info, "/model_info": self._model_info, "/get_model_info": self._model_info}
@@ -114,6 +118,9 @@ class FakeSGLang:
             return conn.respond(200, orjson.dumps(info[path]()))
         if path in ("/generate", "/v1/completions", "/v1/chat/completions") and req.method in ("POST", "PUT"):
             body = orjson.loads(req.body)
+            if self.pinned and path.startswith("/v1/") and body.get("model", self.model) != self.model:
+                said = f"Server is pinned to '{self.model}'; requested '{body['model']}'."
+                return conn.respond(400, orjson.dumps({"detail": said}))
             unexpected = sorted(set(body) & self.refuse_fields)
             if unexpected:
                 self.refused += 1
@@ -303,7 +310,7 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--api-key")
     quirks = p.add_argument_group("another server's ways (OpenAI endpoints)")
     for flag in ("openai-only", "no-done", "usage-in-last-chunk", "role-first", "no-usage", "one-at-a-time",
-                 "interrupt"):
+                 "interrupt", "models-fail", "pinned"):
         quirks.add_argument(f"--{flag}", action="store_true")
     quirks.add_argument("--refuse-field", action="append", default=[], metavar="NAME", help="HTTP 422 when sent")
     a = p.parse_args(argv)
@@ -312,6 +319,7 @@ def main(argv: list[str] | None = None) -> None:
         spec=a.spec, api_key=a.api_key, openai_only=a.openai_only, no_done=a.no_done,
         usage_in_last_chunk=a.usage_in_last_chunk, role_first=a.role_first, no_usage=a.no_usage,
         one_at_a_time=a.one_at_a_time, interrupt=a.interrupt, refuse_fields=frozenset(a.refuse_field),
+        models_fail=a.models_fail, pinned=a.pinned,
     )
 
     async def serve() -> None:

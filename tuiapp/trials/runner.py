@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tuiapp.bus import EventBus
 from tuiapp.events import BenchState, Note, TrialResult, TrialState, _Event
+from tuiapp.trials.acceptance_compare import pooled_by_position, runs_by_position
 from tuiapp.trials.collector import TrialCollector
 from tuiapp.trials.diff import config_diff, confound_warning, diff_dict, knobs
 from tuiapp.trials.flags import Flag
@@ -278,12 +279,12 @@ class PlanRunner:
             if not await server.wait_ready():
                 # an exited server's output is all in by now (the launcher drains it first)
                 return "stopped" if self._user_stopped else "not_ready"
-            await _publish_server_info(observe, url, api_key, http.aio)
+            found = await _publish_server_info(observe, url, api_key, http.aio, model=cfg.bench.model)
             # The server's own figures (/metrics when enabled, else /server_info) beside ours.
             helpers.append(asyncio.create_task(run_metrics_poller(observe, url, api_key=api_key,
                                                                   client=http.aio)))
             state("warming_up")
-            bench = BenchLoop(observe, url, cfg.bench, api_key=api_key, trial=cfg.name)
+            bench = BenchLoop(observe, url, _for_server(cfg.bench, found), api_key=api_key, trial=cfg.name)
             self.bench = bench
             bench_task = asyncio.create_task(bench.run())
             died = asyncio.create_task(server.wait())
@@ -368,6 +369,8 @@ class PlanRunner:
         row.runs_output_tok_s = collector.run_output_tok_s()
         row.mean_ttft_s = collector.mean_ttft_s()
         row.accept_length = collector.accept_length()
+        row.accept_by_position = pooled_by_position(collector.accept_runs())
+        row.runs_accept_by_position = runs_by_position(collector.accept_runs())
         row.peak_mem_bytes = {str(k): v for k, v in sorted(collector.peak_mem_bytes.items())}
         row.pcie_avg_bytes_s, row.pcie_peak_bytes_s = collector.pcie_avg_peak()
         first = collector.first_alert()
@@ -427,14 +430,32 @@ def _going_down(event: _Event) -> str | None:
     return None
 
 
-async def _publish_server_info(publish, url: str, api_key: str | None, client=None) -> None:
-    """Model, version and speculative config for the header; an old server may lack them."""
-    from tuiapp.server.info import ServerUnreachable, fetch_server_info
+async def _publish_server_info(publish, url: str, api_key: str | None, client=None, model: str | None = None):
+    """Model, version and speculative config for the header; an old server may lack them.
+    The discovery (server/discovery.py), or None."""
+    from tuiapp.server.discovery import discover
+    from tuiapp.server.info import ServerUnreachable
 
     try:
-        publish(await fetch_server_info(url, api_key=api_key, client=client))
+        found = await discover(url, model=model, api_key=api_key, client=client)
     except (ServerUnreachable, ValueError) as exc:
         publish(Note(level="warning", text=f"server info unavailable: {exc}", source="trials"))
+        return None
+    publish(found.info)
+    for text in found.notes:
+        publish(Note(level="warning", text=text, source="trials"))
+    return found
+
+
+def _for_server(bench, found):
+    """A server that turned out not to be SGLang (``transformers serve``, ``vllm serve``)
+    gets the standard API only, named as discovery found (launch's "generate" is its auto)."""
+    from tuiapp.bench.settings import for_server
+
+    if found is None or found.info.engine == "sglang":
+        return bench
+    return for_server(bench, found.info.engine, api="auto" if bench.api == "generate" else bench.api,
+                      model=found.model, name_no_model=found.name_no_model)
 
 
 def is_sim_command(server) -> bool:

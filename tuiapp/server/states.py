@@ -52,7 +52,7 @@ def _refused(exc: BaseException) -> bool:
     return False
 
 
-async def readiness(client: httpx.AsyncClient, base_url: str, timeout_s: float = 5.0) -> str | None:
+async def readiness(client: httpx.AsyncClient, base_url: str, timeout_s: Any = 5.0) -> str | None:
     """None when the server at ``base_url`` serves, else why it does not yet (refused, 503,
     "starting"). Errors that waiting cannot cure (TLS, name resolution) are raised."""
     try:
@@ -62,7 +62,7 @@ async def readiness(client: httpx.AsyncClient, base_url: str, timeout_s: float =
             return "Connection refused"
         raise
     except httpx.TimeoutException:
-        return f"no answer within {timeout_s:g} s"
+        return "no answer yet"
     except httpx.RemoteProtocolError:
         return "connection closed before an answer"
     why = starting_reason(resp.status_code, resp.text)
@@ -72,7 +72,7 @@ async def readiness(client: httpx.AsyncClient, base_url: str, timeout_s: float =
     try:
         resp = await client.get(base_url + "/v1/models", timeout=timeout_s)
     except httpx.TimeoutException:
-        return f"no answer within {timeout_s:g} s"
+        return "no answer yet"
     why = starting_reason(resp.status_code, resp.text)
     return why and f"GET /v1/models: {why}"
 
@@ -83,11 +83,12 @@ class NotReady(Exception):
 
 async def wait_until_ready(client: httpx.AsyncClient, base_url: str, *, timeout_s: float,
                            progress: Callable[[str], None], poll_s: float = READY_POLL_S) -> float:
-    """Wait while the server is starting; the seconds waited. A progress line every
-    ``PROGRESS_EVERY_S`` (and one at the start) while it waits; :class:`NotReady` after
-    ``timeout_s``."""
+    """Wait while the server is starting; the seconds waited. A progress line at the start,
+    whenever the answer changes (refused -> 503) and every ``PROGRESS_EVERY_S`` while it
+    waits; :class:`NotReady` after ``timeout_s``."""
     t0 = time.monotonic()
     next_line_s = 0.0
+    said = ""
     while True:
         why = await readiness(client, base_url)
         waited_s = time.monotonic() - t0
@@ -97,9 +98,9 @@ async def wait_until_ready(client: httpx.AsyncClient, base_url: str, *, timeout_
             return waited_s
         if waited_s >= timeout_s:
             raise NotReady(f"{base_url} not ready after {timeout_s:g} s (--ready-timeout): {why}")
-        if waited_s >= next_line_s:
+        if waited_s >= next_line_s or why.split(":")[0] != said:  # and at once when the answer changes
             progress(f"waiting for {base_url} to be ready: {why} ({waited_s:.0f} s of {timeout_s:g} s)")
-            next_line_s = waited_s + PROGRESS_EVERY_S
+            next_line_s, said = waited_s + PROGRESS_EVERY_S, why.split(":")[0]
         await asyncio.sleep(min(poll_s, max(0.0, timeout_s - waited_s)))
 
 
