@@ -119,6 +119,10 @@ class TrialCollector:
             return self.summary.accept_length
         return self.server_accept_length
 
+    def accept_runs(self) -> list[tuple[list[int] | None, list[int] | None]]:
+        """Each run's pooled acceptance histogram and its caps (tuiapp.common.acceptance)."""
+        return [(r.spec_accept_histogram, r.spec_cap_histogram) for r in self.runs if r.spec_accept_histogram]
+
     def mean_output_tok_s(self) -> float | None:
         values = [r.output_tok_s for r in self.runs if r.output_tok_s is not None]
         return sum(values) / len(values) if values else None
