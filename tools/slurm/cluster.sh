@@ -25,20 +25,25 @@ stop() {
   done
   for p in $(pids); do kill -9 "$p" 2>/dev/null || true; done
   rm -f "$T"/*.pid
+  if [ -f "$T/munge_dir" ]; then rm -rf "$(cat "$T/munge_dir")" "$T/munge_dir"; fi
 }
 
 if [ "$cmd" = stop ]; then stop; exit 0; fi
 [ "$cmd" = start ] || { echo "usage: cluster.sh start|stop DIR" >&2; exit 2; }
 
 free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
-mkdir -p "$T/state" "$T/spool" "$T/log" "$T/munge"
-chown munge:munge "$T/munge"; chmod 755 "$T/munge"  # munged: the socket's directory must be searchable by all
+mkdir -p "$T/state" "$T/spool" "$T/log"
+# munged runs as user munge: its directory lies outside DIR (a test's tmp dir is root's alone),
+# searchable by all (munged checks) and short (a socket path has 108 bytes at most)
+M="$(mktemp -d /tmp/tuiapp-munge.XXXXXX)"
+echo "$M" > "$T/munge_dir"
+chown munge:munge "$M"; chmod 755 "$M"
 H="$(hostname)"
 cat > "$T/slurm.conf" <<CONF
 ClusterName=tuiapp
 SlurmctldHost=$H(127.0.0.1)
 AuthType=auth/munge
-AuthInfo=socket=$T/munge/munge.sock
+AuthInfo=socket=$M/munge.sock
 CredType=cred/munge
 SlurmUser=root
 SlurmctldPort=$(free_port)
@@ -70,8 +75,8 @@ for n in n1 n2; do for i in 0 1 2 3 4 5 6 7; do
 done; done
 printf 'NodeName=n1 Name=gpu File=%s/n1-gpu[0-7]\nNodeName=n2 Name=gpu File=%s/n2-gpu[0-7]\n' "$T" "$T" > "$T/gres.conf"
 export SLURM_CONF="$T/slurm.conf"
-su -s /bin/sh munge -c "/usr/sbin/munged --socket=$T/munge/munge.sock --pid-file=$T/munge/munged.pid --log-file=$T/munge/munged.log --seed-file=$T/munge/seed"
-cp "$T/munge/munged.pid" "$T/munged.pid"
+su -s /bin/sh munge -c "/usr/sbin/munged --socket=$M/munge.sock --pid-file=$M/munged.pid --log-file=$M/munged.log --seed-file=$M/seed"
+cp "$M/munged.pid" "$T/munged.pid"
 slurmctld -f "$T/slurm.conf"
 slurmd -f "$T/slurm.conf" -N n1
 slurmd -f "$T/slurm.conf" -N n2

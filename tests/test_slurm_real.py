@@ -1,0 +1,203 @@
+"""trials --slurm against a real Slurm (issue 42): Debian's slurmctld and two slurmd on this
+host (nodes n1 and n2, 8 fake GPUs each, loopback only), the simulator as the server.
+
+The tier: ``TUIAPP_SLURM="$(tools/slurm/setup.sh)" pytest -n 0 -m slurm`` (setup.sh installs
+the packages and prints slurmctld's path). Off without the variable; with it, a cluster that
+cannot start is a failure. Each module starts its own cluster (tools/slurm/cluster.sh) in a
+temporary directory and stops it, so no daemon or job outlives the tests.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytestmark = [pytest.mark.slurm, pytest.mark.timeout(300)]
+ENV = "TUIAPP_SLURM"
+CLUSTER = Path(__file__).resolve().parents[1] / "tools" / "slurm" / "cluster.sh"
+
+
+@pytest.fixture(scope="module")
+def slurm_conf(tmp_path_factory):
+    value = os.environ.get(ENV)
+    if not value:
+        pytest.skip(f"real Slurm tier off: set {ENV}=PATH (tools/slurm/setup.sh prints it)")
+    if not Path(value).is_file():
+        pytest.fail(f"{ENV}={value}: no such binary; run tools/slurm/setup.sh")
+    home = tmp_path_factory.mktemp("slurm")
+    done = subprocess.run([str(CLUSTER), "start", str(home)], capture_output=True, text=True, timeout=120)
+    if done.returncode != 0:
+        pytest.fail(f"local Slurm did not start: {done.stderr.strip()[-2000:]}")
+    conf = done.stdout.strip().splitlines()[-1]
+    yield conf
+    subprocess.run([str(CLUSTER), "stop", str(home)], capture_output=True, timeout=120)
+
+
+def slurm_env(conf: str) -> dict[str, str]:
+    return {**os.environ, "SLURM_CONF": conf}
+
+
+def squeue(conf: str) -> list[str]:
+    out = subprocess.run(["squeue", "-h", "-o", "%i %T %j"], env=slurm_env(conf), capture_output=True,
+                         text=True, check=True, timeout=30).stdout
+    return [line for line in out.splitlines() if line.strip()]
+
+
+def wait_empty_queue(conf: str, within_s: float) -> list[str]:
+    deadline = time.monotonic() + within_s
+    left = squeue(conf)
+    while left and time.monotonic() < deadline:
+        time.sleep(0.5)
+        left = squeue(conf)
+    return left
+
+
+def job_record(conf: str, job_id: str) -> dict[str, str]:
+    from tuiapp.slurm.query import parse_key_values
+
+    out = subprocess.run(["scontrol", "show", "job", "-o", job_id], env=slurm_env(conf), capture_output=True,
+                         text=True, check=True, timeout=30).stdout
+    return parse_key_values(out)
+
+
+def run_trials(conf: str, plan: Path, tmp_path: Path, *extra: str, timeout_s: float = 240):
+    return subprocess.run([sys.executable, "-m", "tuiapp", "trials", str(plan), "--slurm", "--sim", "--headless",
+                           "--ledger", str(tmp_path / "ledger.json"), "--record", str(tmp_path / "rec.jsonl"), *extra],
+                          env=slurm_env(conf), capture_output=True, text=True, timeout=timeout_s, cwd=tmp_path)
+
+
+CAMPAIGN = """
+[plan]
+name = "slurm-campaign"
+
+[slurm]
+in_flight = 2
+gpus_per_node = 8
+time_limit = "00:05:00"
+
+[baseline]
+model = "Qwen/Qwen3-8B"
+flags = {tp = 8}
+bench = {runs = 3, max_new_tokens = 32}
+timeouts = {ready_s = 90, run_s = 90}
+
+[[trial]]
+name = "tp16-2nodes"
+flags = {tp = 16}
+# the plan's own launcher: node 1 alone gets the fault
+slurm = {nodes = 2, launcher = '{command} --nnodes {nnodes} --node-rank {node_rank} --dist-init-addr {dist_init_addr} --host {host} --port {port} $([ "$SLURM_NODEID" = 1 ] && echo --sim-fault assertion@1)'}
+
+[[trial]]
+name = "oom"
+flags = {sim-fault = "oom@1"}
+
+[[trial]]
+name = "chunked"
+flags = {chunked-prefill-size = 4096}
+"""
+
+
+def test_campaign_of_four_trials_two_in_flight(slurm_conf, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(CAMPAIGN)
+    done = run_trials(slurm_conf, plan, tmp_path)
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    assert wait_empty_queue(slurm_conf, 5) == []  # nothing queued or running afterwards
+
+    rows = {r["name"]: r for r in json.loads((tmp_path / "ledger.json").read_text())}
+    assert list(rows) == ["baseline", "tp16-2nodes", "oom", "chunked"]  # the plan's order
+    ids = [r["slurm_job_id"] for r in rows.values()]
+    assert all(ids) and len(set(ids)) == 4
+    states = {name: r["slurm_state"] for name, r in rows.items()}
+    assert states == {"baseline": "COMPLETED", "tp16-2nodes": "CANCELLED", "oom": "CANCELLED",
+                      "chunked": "COMPLETED"}
+    for name, row in rows.items():  # the ledger's word is Slurm's own
+        record = job_record(slurm_conf, row["slurm_job_id"])
+        assert record["JobState"] == row["slurm_state"], name
+        assert row["slurm_queue_wait_s"] is not None and row["slurm_queue_wait_s"] >= 0
+    assert rows["baseline"]["status"] == "ok" and rows["chunked"]["status"] == "ok"
+    assert rows["chunked"]["verdict"] in ("faster", "slower", "within noise")
+
+    # the 2-node trial: one process per node, its incident names both nodes and the ranks of each
+    two = rows["tp16-2nodes"]
+    assert two["slurm_nodes"] == ["n1", "n2"] and two["status"] == "assertion"
+    events = [json.loads(line) for line in (tmp_path / "rec.jsonl").read_text().splitlines()[1:]]
+    alerts = [e for e in events if e.get("kind") == "alert" and e.get("alert_kind") == "assertion"]
+    # n2 (node rank 1) failed: the incident is n2's, its rank TP11 (global TP numbers)
+    assert alerts and alerts[0]["nodes"] == ["n2"] and alerts[0]["ranks"] == [11]
+    assert two["error_ranks"] == [11]
+    ranks_logged = {e["tp_rank"] for e in events if e.get("kind") == "log" and e.get("tp_rank") is not None}
+    assert set(range(16)) <= ranks_logged  # both nodes' logs were followed: TP0-7 on n1, TP8-15 on n2
+    assert "cancelled by tuiapp: assertion" in two["slurm_reason"]
+
+    # the OOM: cancelled within 5 s of its alert, by Slurm's own end time too
+    oom = rows["oom"]
+    assert oom["status"] == "oom" and oom["slurm_reason"].startswith("cancelled by tuiapp: oom on n")
+    assert oom["slurm_cancel_after_alert_s"] < 5.0
+    alert_t_s = min(e["t_s"] for e in events if e.get("kind") == "alert" and e.get("alert_kind") == "oom")
+    from tuiapp.slurm.query import parse_time
+
+    end = parse_time(job_record(slurm_conf, oom["slurm_job_id"])["EndTime"]).timestamp()
+    assert end - alert_t_s < 5.0 + 1.0  # Slurm stamps whole seconds
+
+
+LONG = """
+[slurm]
+in_flight = 2
+gpus_per_node = 8
+
+[baseline]
+model = "Qwen/Qwen3-8B"
+bench = {runs = 1000, max_new_tokens = 64}
+
+[[trial]]
+name = "b"
+flags = {chunked-prefill-size = 4096}
+
+[[trial]]
+name = "c"
+flags = {chunked-prefill-size = 2048}
+"""
+
+
+def _start(conf: str, plan: Path, tmp_path: Path) -> subprocess.Popen:
+    return subprocess.Popen([sys.executable, "-m", "tuiapp", "trials", str(plan), "--slurm", "--sim", "--headless",
+                             "--ledger", str(tmp_path / "ledger.json")], env=slurm_env(conf), cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+
+
+def _wait_running(conf: str, proc: subprocess.Popen, n: int) -> None:
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if sum(" RUNNING " in line for line in squeue(conf)) >= n:
+            return
+        if proc.poll() is not None:
+            pytest.fail(f"tuiapp ended early: {proc.stdout.read()[-3000:]}")
+        time.sleep(0.3)
+    pytest.fail(f"never {n} jobs running: {squeue(conf)}")
+
+
+def test_ctrl_c_in_the_middle_leaves_no_job(slurm_conf, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(LONG)
+    proc = _start(slurm_conf, plan, tmp_path)
+    try:
+        _wait_running(slurm_conf, proc, 2)
+        os.killpg(proc.pid, signal.SIGINT)
+        out, _ = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert wait_empty_queue(slurm_conf, 10) == [], out[-3000:]
+    assert "Traceback" not in out
+    # and the third trial, never submitted, is not in the ledger: --resume runs it
+    rows = json.loads((tmp_path / "ledger.json").read_text()) if (tmp_path / "ledger.json").exists() else []
+    assert "c" not in {r["name"] for r in rows}
