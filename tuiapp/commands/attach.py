@@ -252,6 +252,7 @@ def run(args: argparse.Namespace) -> int:
     from tuiapp.bench.workload import WorkloadError
     from tuiapp.commands.frontend import run as run_session
     from tuiapp.commands.net_args import apply_net_arguments
+    from tuiapp.common.atomic_write import write_atomic
     from tuiapp.common.errors import UsageError
     from tuiapp.common.http_clients import ServerClient
     from tuiapp.events import Note, ServerState
@@ -335,7 +336,7 @@ def run(args: argparse.Namespace) -> int:
         print(f"tuiapp attach: error: {why}", file=sys.stderr)
     if args.summary:
         try:
-            Path(args.summary).write_text(json.dumps(loop.summary(), indent=2) + "\n")
+            write_atomic(args.summary, json.dumps(loop.summary(), indent=2) + "\n")
         except OSError as exc:
             print(f"tuiapp attach: error: cannot write {args.summary}: {exc.strerror}", file=sys.stderr)
             return 1

@@ -36,11 +36,12 @@ def run(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         raise UsageError(str(exc)) from None
     if args.html:
+        from tuiapp.common.atomic_write import write_atomic
         from tuiapp.record.html_report import build_html
 
         page = Path(args.html)
         try:
-            page.write_text(build_html(rec), encoding="utf-8")
+            write_atomic(page, build_html(rec))
         except OSError as exc:
             raise UsageError(f"cannot write {page}: {exc.strerror}") from None
         print(f"wrote {page} (one file: charts and styles inline)")

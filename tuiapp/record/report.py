@@ -12,6 +12,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from tuiapp.common.atomic_write import write_atomic
 from tuiapp.common.difftext import diff_text
 from tuiapp.common.numfmt import GIB, NA, num
 from tuiapp.common.redact import mask
@@ -292,8 +293,6 @@ def write_report(rec: Recording, out: Path) -> list[Path]:
     markdown, svgs = build_report(rec, lambda suffix: f"{stem}.{suffix}.svg")
     written = []
     for name, svg in svgs.items():
-        path = out.parent / name
-        path.write_text(svg, encoding="utf-8")
-        written.append(path)
-    out.write_text(mask(markdown), encoding="utf-8")
+        written.append(write_atomic(out.parent / name, svg))
+    write_atomic(out, mask(markdown))
     return [out, *written]

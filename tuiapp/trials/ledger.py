@@ -15,13 +15,13 @@ from __future__ import annotations
 import csv
 import io
 import json
-import os
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, Field
 
 from tuiapp.common import stats
+from tuiapp.common.atomic_write import write_atomic
 from tuiapp.common.difftext import diff_text
 from tuiapp.common.numfmt import NA, gib, num
 from tuiapp.common.redact import mask
@@ -310,6 +310,4 @@ def _md_cells(r: LedgerRow) -> list[str]:
 
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_text(mask(text), encoding="utf-8")
-    os.replace(tmp, path)
+    write_atomic(path, mask(text))
