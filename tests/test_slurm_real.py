@@ -155,6 +155,7 @@ gpus_per_node = 8
 
 [baseline]
 model = "Qwen/Qwen3-8B"
+flags = {tp = 8}
 bench = {runs = 1000, max_new_tokens = 64}
 
 [[trial]]
@@ -201,3 +202,32 @@ def test_ctrl_c_in_the_middle_leaves_no_job(slurm_conf, tmp_path):
     # and the third trial, never submitted, is not in the ledger: --resume runs it
     rows = json.loads((tmp_path / "ledger.json").read_text()) if (tmp_path / "ledger.json").exists() else []
     assert "c" not in {r["name"] for r in rows}
+
+
+def test_attach_to_a_job_by_its_id(slurm_conf, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(LONG)
+    proc = _start(slurm_conf, plan, tmp_path)
+    try:
+        _wait_running(slurm_conf, proc, 1)
+        job_id = next(line.split()[0] for line in squeue(slurm_conf) if " RUNNING " in line)
+        done = subprocess.run([sys.executable, "-m", "tuiapp", "attach", "--slurm-job", job_id, "--headless",
+                               "--runs", "2", "--record", str(tmp_path / "attach.jsonl")],
+                              env=slurm_env(slurm_conf), capture_output=True, text=True, timeout=120)
+        gone = subprocess.run([sys.executable, "-m", "tuiapp", "attach", "--slurm-job", "999999", "--headless"],
+                              env=slurm_env(slurm_conf), capture_output=True, text=True, timeout=60)
+    finally:
+        os.killpg(proc.pid, signal.SIGINT)
+        try:
+            proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    assert "2 runs" in done.stdout
+    header = json.loads((tmp_path / "attach.jsonl").read_text().splitlines()[0])
+    assert header["url"].startswith("http://127.0.0.1:")  # the head's address, from the job
+    logged = [json.loads(line) for line in (tmp_path / "attach.jsonl").read_text().splitlines()[1:]]
+    assert any(e.get("kind") == "log" for e in logged)  # its node's log, read from the job directory
+    assert gone.returncode == 2 and "Invalid job id" in gone.stderr and "Traceback" not in gone.stderr
+    assert wait_empty_queue(slurm_conf, 10) == []

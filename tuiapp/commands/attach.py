@@ -17,7 +17,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     from tuiapp.commands.bench_args import add_bench_arguments
     from tuiapp.commands.net_args import add_net_arguments
 
-    parser.add_argument("url", help="server base URL, e.g. http://127.0.0.1:30000")
+    parser.add_argument("url", nargs="?", help="server base URL, e.g. http://127.0.0.1:30000")
+    parser.add_argument("--slurm-job", metavar="ID",
+                        help="attach to Slurm job ID: its nodes, node logs and (for a job of trials --slurm) "
+                             "its server URL (docs/slurm.md)")
     parser.add_argument("--api-key", metavar="KEY", help="sent as 'Authorization: Bearer KEY' (never printed or recorded)")
     parser.add_argument("--headless", action="store_true", help="no UI: one line per run on stdout")
     parser.add_argument("--summary", metavar="FILE", help="write a JSON summary of the runs at the end")
@@ -261,6 +264,12 @@ def run(args: argparse.Namespace) -> int:
     from tuiapp.server.states import ServerWatch
     from tuiapp.session import Session
 
+    if args.slurm_job:
+        from tuiapp.slurm.attach import apply_slurm_job
+
+        apply_slurm_job(args)  # the URL and every node's log, from the job
+    if not args.url:
+        raise UsageError("attach needs the server's URL (or --slurm-job ID)")
     url = _check_url(args.url)
     apply_net_arguments(args)
     check_options(args)
