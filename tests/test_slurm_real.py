@@ -231,3 +231,19 @@ def test_attach_to_a_job_by_its_id(slurm_conf, tmp_path):
     assert any(e.get("kind") == "log" for e in logged)  # its node's log, read from the job directory
     assert gone.returncode == 2 and "Invalid job id" in gone.stderr and "Traceback" not in gone.stderr
     assert wait_empty_queue(slurm_conf, 10) == []
+
+
+def test_a_job_whose_tuiapp_was_killed_cancels_itself(slurm_conf, tmp_path):
+    """SIGKILL leaves tuiapp no moment to scancel: the job sees its lease go quiet."""
+    plan = tmp_path / "plan.toml"
+    plan.write_text(LONG.replace("in_flight = 2", "in_flight = 2\nlease_s = 4"))
+    proc = _start(slurm_conf, plan, tmp_path)
+    try:
+        _wait_running(slurm_conf, proc, 2)
+    finally:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=30)
+    assert len(squeue(slurm_conf)) == 2  # still there the moment tuiapp is gone
+    assert wait_empty_queue(slurm_conf, 30) == []
+    logs = "".join(p.read_text() for p in (tmp_path / "ledger.slurm").glob("*/batch.log"))
+    assert logs.count("no word from the submitting tuiapp") == 2

@@ -7,8 +7,9 @@ Files in the trial's job directory (on a filesystem every node shares):
 - ``endpoint.json``: head node, its address, the HTTP port, every node (written before the step)
 - ``node-NAME.log``: one node's server log; ``gpus-NAME.jsonl``: its GPU samples (the agent)
 - ``stop``: tuiapp asks for a clean end (SIGTERM to the server, exit 0: COMPLETED)
-- ``lease``: touched by tuiapp every few seconds; a job whose lease is older than
-  LEASE_STALE_S cancels itself, so a tuiapp killed with SIGKILL leaves nothing running.
+- ``lease``: a counter tuiapp rewrites every few seconds; a job that sees it unchanged for
+  ``[slurm] lease_s`` (by the node's own clock: no skew between hosts matters) cancels itself,
+  so a tuiapp killed with SIGKILL, or a host that lost power, leaves nothing running.
 """
 
 from __future__ import annotations
@@ -20,7 +21,6 @@ from pathlib import Path
 from tuiapp.slurm.launcher import node_command
 from tuiapp.slurm.spec import SlurmSpec
 
-LEASE_STALE_S = 60
 WATCH_S = 1  # how often the script looks for the stop file
 
 
@@ -115,11 +115,13 @@ def batch_script(argv: list[str], env: dict[str, str], spec: SlurmSpec, files: J
         # one task per node; a node that dies takes the step down (the others would wait on it)
         'srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash "$D/node.sh" &',
         "step=$!",
-        "touch \"$D/lease\"",
+        'lease=$(cat "$D/lease" 2>/dev/null); lease_at=$(date +%s)',
         'while kill -0 "$step" 2>/dev/null; do',
         '  if [ -e "$D/stop" ]; then kill -TERM "$step"; wait "$step"; exit 0; fi',
-        f'  if [ $(( $(date +%s) - $(stat -c %Y "$D/lease") )) -gt {LEASE_STALE_S} ]; then',
-        '    echo "tuiapp: lease expired (the submitting tuiapp is gone): cancelling"; scancel "$SLURM_JOB_ID"; fi',
+        '  now_lease=$(cat "$D/lease" 2>/dev/null)',
+        '  if [ "$now_lease" != "$lease" ]; then lease=$now_lease; lease_at=$(date +%s); fi',
+        f'  if [ $(( $(date +%s) - lease_at )) -gt {spec.lease_s} ]; then',
+        '    echo "tuiapp: no word from the submitting tuiapp for a while: cancelling"; scancel "$SLURM_JOB_ID"; fi',
         f"  sleep {WATCH_S}",
         "done",
         'wait "$step"',

@@ -90,6 +90,7 @@ class SlurmSpec(BaseModel):
     dcgm: str | None = None  # a node's dcgm-exporter, "{node}:9400": GPU telemetry from it, no agent
     gpu_agent: bool = True  # without dcgm: tuiapp's own sampler on each node as an extra step
     python: str | None = None  # the nodes' Python for the agent (default: this one)
+    lease_s: int = Field(60, ge=3, description="a job without word from tuiapp this long cancels itself")
 
     _time = field_validator("time_limit")(_check_time)
     _opts = field_validator("sbatch_options")(_check_options)

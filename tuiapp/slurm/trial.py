@@ -117,7 +117,7 @@ class SlurmTrial(PlanRunner):
             files.node_script.write_text(node_script(argv, self.spec, files), encoding="utf-8")
             files.script.write_text(batch_script(argv, cfg.env, self.spec, files, job_name=f"tuiapp-{cfg.name}",
                                                  agent_argv=self._agent_argv(url)), encoding="utf-8")
-            files.lease.touch()
+            files.lease.write_text("0", encoding="utf-8")
         except OSError as exc:
             return f"launch_error:job directory {files.dir}: {exc.strerror or exc}"
         state("launching", f"sbatch {files.script}")
@@ -198,10 +198,13 @@ class SlurmTrial(PlanRunner):
         self.cancelled_s = time.monotonic()
 
     async def _touch_lease(self, files: JobFiles) -> None:
+        """The job's sign that this tuiapp is alive (tuiapp.slurm.script)."""
+        beat = 0
         while True:
+            beat += 1
             with contextlib.suppress(OSError):
-                files.lease.touch()
-            await asyncio.sleep(LEASE_TOUCH_S)
+                files.lease.write_text(str(beat), encoding="utf-8")
+            await asyncio.sleep(min(LEASE_TOUCH_S, self.spec.lease_s / 3))
 
     async def _wait_running(self, cfg, state) -> bool:
         """Queued until Slurm starts it; False when it ended first or the user gave up."""
