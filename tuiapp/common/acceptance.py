@@ -124,3 +124,33 @@ def window_length(d_generated_tokens: float, d_verify_calls: float) -> float | N
     if d_verify_calls <= 0 or d_generated_tokens < 0:
         return None
     return d_generated_tokens / d_verify_calls
+
+
+class Tally:
+    """Histograms pooled as they arrive (a trial's requests): what a live view keeps."""
+
+    __slots__ = ("accepted", "caps", "caps_complete", "requests")
+
+    def __init__(self) -> None:
+        self.accepted: list[int] | None = None
+        self.caps: list[int] | None = None
+        self.caps_complete = True  # every histogram so far came with its caps
+        self.requests = 0
+
+    def add(self, accepted: Sequence[int] | None, caps: Sequence[int] | None = None) -> bool:
+        if not accepted:
+            return False
+        self.accepted = add(self.accepted, accepted)
+        if caps:
+            self.caps = add(self.caps, caps)
+        else:
+            self.caps_complete = False
+        self.requests += 1
+        return True
+
+    @property
+    def steps(self) -> int:
+        return sum(self.accepted) if self.accepted else 0
+
+    def positions(self) -> list[PositionRate]:
+        return per_position(self.accepted, self.caps if self.caps_complete else None)

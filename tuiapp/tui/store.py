@@ -12,6 +12,7 @@ import statistics
 from collections import Counter, deque
 from dataclasses import dataclass, field
 
+from tuiapp.common import acceptance
 from tuiapp.common.numfmt import num
 from tuiapp.events import (
     Alert,
@@ -35,7 +36,7 @@ from tuiapp.events import (
 from tuiapp.tui.figures import LatencyWindow, Progress, failure_reason, is_failed, point_note
 
 PANELS = ("header", "throughput", "acceptance", "latency", "gpus", "alerts", "trials", "log", "notes",
-          "server", "progress", "curve")
+          "server", "progress", "curve", "spec_positions")
 HISTORY = 240  # points kept per series: enough for a 200-column sparkline
 GPU_HISTORY = 60
 LOG_LINES = 5000
@@ -105,6 +106,9 @@ class DashboardStore:
         # Whether the latest server speculates; kept across trials so the acceptance panel
         # does not fold and unfold between one trial's end and the next one's ServerInfo.
         self.speculating: bool | None = None
+        # the current trial's per-request acceptance histograms, pooled (spec_positions panel)
+        self.spec_tally = acceptance.Tally()
+        self.spec_requests_without_histogram = 0
         # gpus
         self.gpus: dict[int, GpuSample] = {}
         self.host: HostSample | None = None
@@ -300,7 +304,7 @@ class DashboardStore:
     def _on_ServerInfo(self, ev: ServerInfo) -> None:
         self.server_info = ev
         self.speculating = bool(ev.speculative_algorithm) or self.server_has_acceptance
-        self._bump("header", "acceptance")  # "speculation off" depends on it
+        self._bump("header", "acceptance", "spec_positions")  # "speculation off" depends on it
 
     def _on_BenchState(self, ev: BenchState) -> None:
         self.bench_state = ev
@@ -323,7 +327,7 @@ class DashboardStore:
             self.server_has_acceptance = True
             self.speculating = True
             self.accept_length.append(ev.accept_length)
-            self._bump("acceptance")
+            self._bump("acceptance", "spec_positions")
         if ev.accept_rate is not None:
             self.accept_rate.append(ev.accept_rate)
             self._bump("acceptance")
@@ -345,6 +349,11 @@ class DashboardStore:
             self.ttft_s.append(ev.ttft_s)
         if ev.tpot_s is not None:
             self.tpot_s.append(ev.tpot_s)
+        if self.spec_tally.add(ev.spec_accept_histogram, ev.spec_cap_histogram):
+            self._bump("spec_positions")
+        elif ev.spec_verify_ct:
+            self.spec_requests_without_histogram += 1
+            self._bump("spec_positions")
         # The server's own acceptance figures win; a client-side one fills in without them.
         if not self.server_has_acceptance and (ev.accept_length is not None or ev.accept_rate is not None):
             if ev.accept_length is not None:
@@ -417,6 +426,8 @@ class DashboardStore:
                            self.accept_rate, self.ttft_s, self.tpot_s):
                 series.append(None)
             self.server_has_acceptance = False
+            self.spec_tally = acceptance.Tally()
+            self.spec_requests_without_histogram = 0
             self.last_request, self.last_run, self.trial_runs = None, None, []
             self.server_info = None  # this trial's server says its own version and spec config
             self.latency.clear()
@@ -427,7 +438,7 @@ class DashboardStore:
             self.sweep_point = None
             self.sweep_started_t_s = None
             self.trial_started_t_s.setdefault(ev.name, ev.t_s)
-            self._bump("throughput", "acceptance", "latency", "header", "server", "progress")
+            self._bump("throughput", "acceptance", "latency", "header", "server", "progress", "spec_positions")
         row = self.trials.setdefault(ev.name, TrialRow(ev.name))
         row.index, row.total, row.phase, row.message = ev.index, ev.total, ev.phase, ev.message
         self.current_trial = ev.name

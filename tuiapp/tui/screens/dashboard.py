@@ -31,6 +31,7 @@ from tuiapp.tui.widgets.perf_panels import (
     ThroughputPanel,
 )
 from tuiapp.tui.widgets.progress_line import ProgressLine
+from tuiapp.tui.widgets.spec_positions import SpecPositionsPanel
 from tuiapp.tui.widgets.timeline_bar import TimelineBar
 
 # Frames follow the data: the first event after a quiet spell paints COALESCE_S later (what
@@ -66,6 +67,7 @@ class DashboardScreen(Screen):
                     yield ThroughputPanel(s, id="throughput")
                     yield AcceptancePanel(s, id="acceptance")
                     yield LatencyPanel(s, id="latency")
+                    yield SpecPositionsPanel(s, id="spec-positions")  # shown once speculation is known
                     yield ServerPanel(s, id="server-row")  # narrow screens and one column (CSS picks one)
                 yield CurvePanel(s, id="curve")
                 yield GpuTable(s, id="gpus")
@@ -95,6 +97,8 @@ class DashboardScreen(Screen):
                                        "ServerPanel, #curve, #gpus, LogTail"))
         self._alerts = self.query_one(AlertList)
         self._acceptance = self.query_one(AcceptancePanel)
+        self._spec_positions = self.query_one(SpecPositionsPanel)
+        self._panels.append(self._spec_positions)
         self._run_panels = list(self.query("#throughput, #acceptance, #latency, #curve"))
         self._ledger = self.query_one(LedgerTable)
         self._timeline = self.query_one(TimelineBar) if self.session.replay is not None else None
@@ -184,6 +188,7 @@ class DashboardScreen(Screen):
             spec_off = self.store.speculating is False
             if self._acceptance.has_class("-spec-off") != spec_off:
                 self._acceptance.set_class(spec_off, "-spec-off")
+            self._spec_positions.sync_shown()
             ledger = self._ledger
             # At 80x24 a row of the ledger is worth more than its column titles.
             show_header = not (self.has_class("-short") and self.has_class("-narrow"))
