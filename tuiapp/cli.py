@@ -15,7 +15,7 @@ import os
 import sys
 
 from tuiapp import __version__
-from tuiapp.common.errors import UsageError
+from tuiapp.common.errors import EXIT_INTERRUPTED, UsageError
 from tuiapp.common.stdio import stdout_gone
 
 COMMANDS = ["demo", "launch", "attach", "logscan", "gpus", "trials", "compare", "replay", "report"]
@@ -89,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"tuiapp {args.command}: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:  # `tuiapp logscan F | head -1`: the reader has seen enough
         stdout_gone()
         return EXIT_BROKEN_PIPE

@@ -256,7 +256,7 @@ def run(args: argparse.Namespace) -> int:
     from tuiapp.commands.frontend import run as run_session
     from tuiapp.commands.net_args import apply_net_arguments
     from tuiapp.common.atomic_write import write_atomic
-    from tuiapp.common.errors import UsageError
+    from tuiapp.common.errors import EXIT_INTERRUPTED, UsageError
     from tuiapp.common.http_clients import ServerClient
     from tuiapp.events import Note, ServerState
     from tuiapp.server.info import ServerUnreachable
@@ -339,13 +339,19 @@ def run(args: argparse.Namespace) -> int:
 
     session.metrics = metrics_args.start(args)
     code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
-    if loop.warmup_failed:
+    summary = loop.summary()
+    if code == EXIT_INTERRUPTED:  # Ctrl-C: what was measured is kept, and marked as cut short
+        summary["interrupted"] = True
+        if summary.get("max_load"):  # --find-max-load's answer from the probes done so far
+            summary["max_load"] = {**summary["max_load"], "complete": False}
+            print(f"{summary['max_load']['text']} (interrupted: the answer so far)", flush=True)
+    elif loop.warmup_failed:
         print(f"tuiapp attach: error: every warm-up request failed: {loop.warmup_failed}", file=sys.stderr)
     elif code and (why := _failure(loop)) is not None:
         print(f"tuiapp attach: error: {why}", file=sys.stderr)
     if args.summary:
         try:
-            write_atomic(args.summary, json.dumps(loop.summary(), indent=2) + "\n")
+            write_atomic(args.summary, json.dumps(summary, indent=2) + "\n")
         except OSError as exc:
             print(f"tuiapp attach: error: cannot write {args.summary}: {exc.strerror}", file=sys.stderr)
             return 1

@@ -25,12 +25,20 @@ def run(session: Session, *, headless: bool, theme: str | None = None, screensho
 
 
 async def run_headless(session: Session) -> int:
+    from tuiapp.common.errors import EXIT_INTERRUPTED
     from tuiapp.record.printer import Printer
 
     stop = asyncio.Event()
+    received: list[int] = []
+
+    def on_signal(sig: int) -> None:
+        # the session stops as on quit, and keeps what it measured; Ctrl-C then exits 130
+        received.append(sig)
+        stop.set()
+
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
+        loop.add_signal_handler(sig, on_signal, sig)
     # A headless job must outlive the SSH session that started it.
     signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
@@ -46,7 +54,7 @@ async def run_headless(session: Session) -> int:
     finally:
         await asyncio.gather(printing, return_exceptions=True)
         _print_last(printer.summary(interrupted=stop.is_set()), gone=printer.stream_error is not None)
-    return session.exit_code
+    return EXIT_INTERRUPTED if signal.SIGINT in received else session.exit_code
 
 
 def _print_last(text: str, *, gone: bool) -> None:
