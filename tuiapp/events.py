@@ -335,6 +335,24 @@ class Note(_Event):
     source: str = ""
 
 
+class TrialJob(_Event):
+    """A trial's Slurm job as the campaign view shows it (trials --slurm): published when its
+    state, figures or incidents change."""
+
+    kind: Literal["trial_job"] = "trial_job"
+    trial: str
+    job_id: str
+    state: str  # Slurm's: PENDING, RUNNING, COMPLETED, CANCELLED, FAILED, TIMEOUT...
+    nodes: list[str] = Field(default_factory=list)
+    reason: str | None = None  # why it waits (Resources, Priority) or why tuiapp cancelled it
+    queue_wait_s: float | None = None
+    url: str | None = None
+    decode_tok_s: float | None = None  # its latest run
+    runs: int = 0
+    incidents: int = 0  # error alerts seen in its nodes' logs
+    last_incident: str | None = None
+
+
 class ReplaySeek(_Event):
     """Replay jumped: clear what you show; the state at ``position_s`` is published next."""
 
@@ -345,7 +363,7 @@ class ReplaySeek(_Event):
 Event = Annotated[
     ServerState | ServerInfo | LogLine | ServerStats | Alert | BenchState | RequestDone
     | RunDone | PointDone | BenchSummary | GpuSample | HostSample | TrialState | TrialResult | Note
-    | ReplaySeek,
+    | ReplaySeek | TrialJob,
     Field(discriminator="kind"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

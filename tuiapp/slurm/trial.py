@@ -19,7 +19,7 @@ import sys
 import time
 from pathlib import Path
 
-from tuiapp.events import Alert, Note, RequestDone, ServerState, _Event
+from tuiapp.events import Alert, Note, RequestDone, RunDone, ServerState, TrialJob, _Event
 from tuiapp.slurm.jobs import Slurm
 from tuiapp.slurm.query import JobInfo, SlurmError
 from tuiapp.slurm.script import JobFiles, batch_script, node_script
@@ -63,6 +63,15 @@ class SlurmTrial(PlanRunner):
         self.cancelled_s: float | None = None  # scancel returned
         self.endpoint: dict | None = None
         self._fatal = asyncio.Event()
+        # the campaign view's row (TrialJob), published when it changes
+        self.trial_name = ""
+        self.url: str | None = None
+        self.runs = 0
+        self.decode_tok_s: float | None = None
+        self.incident_ids: set[int] = set()
+        self.last_incident: str | None = None
+        self._shown_job: TrialJob | None = None
+        self._publish = None
 
     # ------------------------------------------------------------ controls
 
@@ -98,8 +107,20 @@ class SlurmTrial(PlanRunner):
         http: ServerClient | None = None
         why_fatal: list[Alert] = []
 
+        self.trial_name, self._publish = cfg.name, observe
+
         def watch(event: _Event) -> None:
             observe(event)
+            if isinstance(event, RunDone):
+                self.runs += 1
+                self.decode_tok_s = event.decode_tok_s
+                self.publish_job()
+            elif isinstance(event, Alert) and event.severity == "error" and event.alert_id not in self.incident_ids:
+                self.incident_ids.add(event.alert_id)
+                ranks = ",".join(map(str, event.ranks))
+                self.last_incident = (f"{event.alert_kind}" + (f" on {','.join(event.nodes)}" if event.nodes else "")
+                                      + (f" ranks {ranks}" if ranks else ""))
+                self.publish_job()
             if self.first_token_s is None and isinstance(event, RequestDone) and event.ok:
                 self.first_token_s = time.monotonic() - (event.e2e_s or 0.0) + (event.ttft_s or 0.0)
             if is_fatal(event) and not self._fatal.is_set():
@@ -127,6 +148,7 @@ class SlurmTrial(PlanRunner):
         except SlurmError as exc:
             return f"launch_error:{exc}"
         observe(ServerState(state="starting", message=f"Slurm job {self.job_id} submitted ({files.dir})"))
+        self.publish_job()
         helpers.append(asyncio.create_task(self._touch_lease(files)))
         try:
             if not await self._wait_running(cfg, state):
@@ -140,6 +162,8 @@ class SlurmTrial(PlanRunner):
                 helpers.append(asyncio.create_task(self._follow(files.node_log(node), merger.publisher(node),
                                                                 stop_logs)))
             url = self.spec.url or f"http://{self.endpoint['head_addr']}:{self.endpoint['port']}"
+            self.url = url
+            self.publish_job()
             http = ServerClient(url, api_key)
             helpers += self._telemetry(observe, nodes, url, http)
             state("launching", f"job {self.job_id} running on {','.join(nodes)}; waiting for {url}/health")
@@ -193,6 +217,25 @@ class SlurmTrial(PlanRunner):
                                     exit_code=self.info.exit_code,
                                     message=f"Slurm job {self.job_id}: {self.info.state}"))
 
+    def publish_job(self) -> None:
+        """The campaign view's row of this trial, when anything in it changed."""
+        if self._publish is None or self.job_id is None:
+            return
+        info = self.info
+        state = info.state if info is not None else "PENDING"
+        reason = self.cancel_reason if self.cancel_reason and info is not None and info.over else (
+            info.reason if info is not None else None)
+        event = TrialJob(trial=self.trial_name, job_id=self.job_id, state=state,
+                         nodes=list(info.nodes) if info is not None else [], reason=reason,
+                         queue_wait_s=info.queue_wait_s if info is not None else None, url=self.url,
+                         decode_tok_s=self.decode_tok_s, runs=self.runs, incidents=len(self.incident_ids),
+                         last_incident=self.last_incident)
+        shown = self._shown_job
+        if shown is not None and shown.model_dump(exclude={"t_s"}) == event.model_dump(exclude={"t_s"}):
+            return
+        self._shown_job = event
+        self._publish(event)
+
     async def _cancel_now(self) -> None:
         await self.slurm.cancel(self.job_id)
         self.cancelled_s = time.monotonic()
@@ -215,6 +258,7 @@ class SlurmTrial(PlanRunner):
             if info is None:
                 continue
             self.info = info
+            self.publish_job()
             if info.over:
                 return False
             if info.state in ("RUNNING", "COMPLETING"):
@@ -264,6 +308,9 @@ class SlurmTrial(PlanRunner):
     async def _wait_over(self) -> None:
         while True:
             info = self.slurm.latest(self.job_id)
+            if info is not None:
+                self.info = info
+                self.publish_job()
             if info is not None and info.over:
                 return
             await self.slurm.next_round()
@@ -287,6 +334,7 @@ class SlurmTrial(PlanRunner):
                 with contextlib.suppress(asyncio.TimeoutError):
                     await asyncio.wait_for(self._wait_over(), STOP_WAIT_S)
         self.info = self.slurm.latest(self.job_id) or self.info
+        self.publish_job()
 
     async def _follow(self, path: Path, publish, stop: asyncio.Event) -> None:
         from tuiapp.logwatch.follow import follow_file

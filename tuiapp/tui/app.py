@@ -56,6 +56,7 @@ class DashboardApp(App[int]):
         Binding("r", "restart_trial", "Restart"),
         Binding("s", "stop_server", "Stop"),
         Binding("l", "open_log", "Log"),
+        Binding("c", "open_campaign", "Campaign", show=False),
         Binding("e", "errors_only", "Errors"),
         Binding("t", "next_theme", "Theme"),
         Binding("1", "toggle_panel('perf')", "Panels", key_display="1-5"),
@@ -231,6 +232,15 @@ class DashboardApp(App[int]):
         from tuiapp.tui.screens.log_view import LogScreen
 
         self.push_screen(LogScreen(self.store))
+
+    def action_open_campaign(self) -> None:
+        """Trials as Slurm jobs: every one in flight (tuiapp.tui.screens.campaign)."""
+        if not self.store.trial_jobs:
+            self.notify("no Slurm jobs in this session (trials --slurm)")
+            return
+        from tuiapp.tui.screens.campaign import CampaignScreen
+
+        self.push_screen(CampaignScreen(self.store))
 
     def action_errors_only(self) -> None:
         from tuiapp.tui.widgets.log_tail import LogTail

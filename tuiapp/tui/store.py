@@ -29,6 +29,7 @@ from tuiapp.events import (
     ServerInfo,
     ServerState,
     ServerStats,
+    TrialJob,
     TrialResult,
     TrialState,
     _Event,
@@ -120,6 +121,7 @@ class DashboardStore:
         self.alert_order: list[tuple] = []
         # trials
         self.trials: dict[str, TrialRow] = {}
+        self.trial_jobs: dict[str, TrialJob] = {}  # trials --slurm: each trial's job (the campaign view)
         self.current_trial: str | None = None
         # log and notes
         self.log: deque[LogLine] = deque(maxlen=LOG_LINES)
@@ -417,6 +419,10 @@ class DashboardStore:
         """The alert a death names as its cause (``Alert.caused_by``)."""
         key = self._alert_keys.get((source, alert_id))
         return self.alerts.get(key) if key is not None else None
+
+    def _on_TrialJob(self, ev: TrialJob) -> None:
+        self.trial_jobs[ev.trial] = ev
+        self._bump("trials")
 
     def _on_TrialState(self, ev: TrialState) -> None:
         if ev.name != self.current_trial:
