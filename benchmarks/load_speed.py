@@ -64,7 +64,7 @@ def main() -> int:
             rows[name] = cpu / tokens * 1e5
             extra = ""
             if point.get("request_rate"):
-                ach, sched = point["achieved_request_rate"], point["scheduled_request_rate"]
+                ach, sched = point["sent_request_rate"], point["offered_request_rate"]
                 lag_pct = 100 * (ach / sched - 1)
                 ok &= abs(lag_pct) <= 2.0
                 extra = (f"  achieved {ach:.2f} req/s vs schedule {sched:.2f} ({lag_pct:+.2f}%), target {rate:g}"

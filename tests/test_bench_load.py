@@ -141,17 +141,17 @@ def test_goodput_counts_requests_meeting_every_goal():
     failed = RequestResult(ok=False, error="HTTP 500")
     assert meets_slo(fast, s) and not meets_slo(slow_first, s) and not meets_slo(slow_decode, s)
     assert not meets_slo(failed, s)
-    tally = PointTally()
+    tally = PointTally(s)
     tally.add_run([fast, slow_first, slow_decode, failed], 2.0, 15.0, sends_s=[0.0, 0.5, 1.0, 1.5])
     ev = point_event(0, s, tally, "base")
     assert ev.goodput_share == pytest.approx(0.25) and ev.goodput_req_s == pytest.approx(0.5)
-    assert ev.achieved_request_rate == pytest.approx(2.0)  # 3 gaps in 1.5 s
+    assert ev.sent_request_rate == pytest.approx(2.0)  # 3 gaps in 1.5 s
     assert ev.requests == 4 and ev.errors == 1
     assert ev.output_tok_s == pytest.approx(33 / 2.0)
     assert ev.ttft_p50_ms == pytest.approx(50.0)  # of the three that succeeded: 50, 200, 50
     assert ev.ttft_p99_ms == pytest.approx(50 + (200 - 50) * 0.98)
     out = point_summary(ev)
-    for name in ("request_rate", "achieved_request_rate", "output_tok_s", "ttft_p50_ms", "ttft_p99_ms",
+    for name in ("request_rate", "sent_request_rate", "output_tok_s", "ttft_p50_ms", "ttft_p99_ms",
                  "tpot_p50_ms", "itl_p90_ms", "e2e_p99_ms", "goodput_req_s", "goodput_share",
                  "request_throughput_req_s", "decode_tok_s"):
         assert name in out
@@ -160,7 +160,7 @@ def test_goodput_counts_requests_meeting_every_goal():
 
 
 def test_closed_loop_point_names_its_concurrency_and_no_rate():
-    tally = PointTally()
+    tally = PointTally(BenchSettings(concurrency=4))
     tally.add_run([_req(0.01, 5, 0.05)], 0.05, 80.0)
     out = point_summary(point_event(1, BenchSettings(concurrency=4), tally, None))
     assert out["concurrency"] == 4 and "request_rate" not in out and out["goodput_req_s"] is None
@@ -232,7 +232,7 @@ def test_open_loop_reports_the_achieved_rate(server_url, tmp_path):
     data = json.loads(f.read_text())
     (point,) = data["points"]
     assert point["request_rate"] == 40.0 and point["requests"] == 40 and point["max_concurrency"] == 8
-    assert data["achieved_request_rate"] == point["achieved_request_rate"] > 0
+    assert data["sent_request_rate"] == point["sent_request_rate"] > 0
     kinds = [json.loads(line).get("kind") for line in rec.read_text().splitlines()]
     assert kinds.count("point") == 1
 

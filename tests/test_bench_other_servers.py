@@ -127,17 +127,22 @@ async def test_stream_cut_without_finish_or_done_is_still_a_failure(server):
     assert not req.ok and req.error == "stream ended before the request finished"
 
 
-async def test_server_that_serves_one_request_at_a_time(server):
+async def test_a_server_that_refuses_while_busy_gets_refusals_counted_and_the_load_kept(server):
+    # 429 while another stream runs: a refusal is a failed request of its own reason, never
+    # sent again and never a reason to go one at a time (the load asked for stays the load)
     server.openai_only = True
     server.one_at_a_time = True
     s = await attach_settings(server, concurrency=3, requests_per_run=6, runs=2, warmup_requests=0)
     loop, events = await run_loop(server, s)
     reqs = of(events, RequestDone)
-    assert len(reqs) == 12 and all(r.ok for r in reqs)
-    assert server.refused > 0
-    assert [run.errors for run in loop.results] == [0, 0]
-    notes = [n.text for n in of(events, Note) if "one request at a time" in n.text]
-    assert len(notes) == 1
+    assert len(reqs) == 12  # no retries: 12 sent, 12 counted
+    refused = [r for r in reqs if r.outcome == "refused"]
+    assert refused and all(not r.ok and r.error.startswith("HTTP 429") for r in refused)
+    assert len(refused) == server.refused
+    assert sum(run.errors for run in loop.results) == len(refused)
+    assert all(run.errors_by_reason == ({"refused": run.errors} if run.errors else {}) for run in of(events, RunDone))
+    assert not [n for n in of(events, Note) if "one request at a time" in n.text]
+    assert len([n for n in of(events, Note) if "refusals count as failed requests" in n.text]) == 1
 
 
 async def test_server_that_cuts_the_running_stream_when_the_next_comes(server):

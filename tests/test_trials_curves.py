@@ -1,6 +1,6 @@
-"""Trials compared point by point: Welch per load and where the curves cross."""
+"""Trials compared point by point: Welch per load (Holm over the loads) and where the curves cross."""
 
-from tuiapp.trials.curves import compare_points, crossings
+from tuiapp.bench.verdict import compare_points, crossings
 from tuiapp.trials.ledger import Ledger, LedgerRow
 
 
@@ -14,7 +14,8 @@ TRIAL = [_pt(1, [110, 111, 109]), _pt(16, [1001, 1009, 992]), _pt(64, [1700, 171
 
 
 def test_per_point_verdicts_and_crossing():
-    verdicts, cross = compare_points(BASE, TRIAL)
+    verdicts = compare_points(BASE, TRIAL)
+    cross = crossings(verdicts)
     assert [(v["concurrency"], v["verdict"]) for v in verdicts] == [
         (1.0, "faster"), (16.0, "within noise"), (64.0, "slower")]  # 256: no reference point
     assert verdicts[0]["delta_pct"] == 10.0 and verdicts[0]["p_value"] < 0.05
@@ -24,7 +25,8 @@ def test_per_point_verdicts_and_crossing():
 def test_no_crossing_when_one_side_wins_everywhere_and_rates_match_by_rate():
     base = [{"request_rate": 2.0, "output_tok_s_runs": [10, 11]}, {"request_rate": 4.0, "output_tok_s_runs": [20, 21]}]
     trial = [{"request_rate": 4.0, "output_tok_s_runs": [30, 31]}, {"request_rate": 2.0, "output_tok_s_runs": [15, 16]}]
-    verdicts, cross = compare_points(base, trial)
+    verdicts = compare_points(base, trial)
+    cross = crossings(verdicts)
     assert [v["request_rate"] for v in verdicts] == [2.0, 4.0] and cross == []
     assert crossings([]) == []
 

@@ -169,6 +169,7 @@ class RequestDone(_Event):
     finish_reason: str | None = None
     numerical_fault: bool = False  # finish_reason stop "NaN happened"
     cancelled: bool = False  # cut off by our own stop (quit, SIGINT, end of runs): not a failure
+    outcome: str | None = None  # tuiapp.bench.outcome.classify: ok, refused, http_error, timeout, ...
 
 
 class RunDone(_Event):
@@ -178,6 +179,7 @@ class RunDone(_Event):
     run_index: int
     requests: int
     errors: int = 0
+    errors_by_reason: dict[str, int] = Field(default_factory=dict)  # outcome -> failed requests
     first_error: str | None = None  # the reason of the run's first failed request
     concurrency: int = 1
     duration_s: float
@@ -197,25 +199,35 @@ class RunDone(_Event):
 class PointDone(_Event):
     """One load point of a sweep (or the one point) finished: its ``runs`` runs pooled.
 
-    Latencies are percentiles over the point's successful requests; TPOT is a request's
-    (e2e - TTFT) / (tokens - 1), ITL its mean gap between streamed chunks. Goodput counts
-    requests that met every goal of the SLO (docs/load-curves.md)."""
+    Built by tuiapp.bench.points.point_event only. Latencies are percentiles over the point's
+    successful requests (TTFT, TPOT, ITL, e2e as tuiapp/bench/outcome.py names them; open
+    loop: from each request's scheduled send time). Failed requests count, by reason, in
+    ``errors``, the shares and goodput (docs/load-curves.md)."""
 
     kind: Literal["point"] = "point"
     point_index: int
     concurrency: int | None = None  # closed loop
     request_rate: float | None = None  # open loop: the target
     max_concurrency: int | None = None
-    achieved_request_rate: float | None = None  # open loop: requests sent / sending time
-    # open loop: the rate of the arrivals drawn (a Poisson draw of 32 is not exactly R);
-    # achieved / scheduled says whether the client kept up with its own schedule
-    scheduled_request_rate: float | None = None
+    # open loop: the rate of the arrivals drawn (a Poisson draw of 32 is not exactly R)
+    offered_request_rate: float | None = Field(None, validation_alias=AliasChoices(
+        "offered_request_rate", "scheduled_request_rate"))
+    # requests sent / sending time: sent / offered says whether the client kept its schedule
+    sent_request_rate: float | None = Field(None, validation_alias=AliasChoices(
+        "sent_request_rate", "achieved_request_rate"))
+    served_request_rate: float | None = None  # successful requests back per second
+    client_lag_p50_ms: float | None = None  # open loop: send time - scheduled time
+    client_lag_p99_ms: float | None = None
     runs: int
     requests: int
     errors: int = 0
+    errors_by_reason: dict[str, int] = Field(default_factory=dict)  # outcome -> failed requests
+    first_error: str | None = None
+    refused_share: float | None = None  # refused (queue full) / requests
     duration_s: float
     output_tok_s: float | None = None  # completion tokens / wall time, all runs pooled
     output_tok_s_runs: list[float] = Field(default_factory=list)  # per run: what Welch compares
+    decode_tok_s_runs: list[float] = Field(default_factory=list)  # per run: mean per-stream decode
     request_throughput_req_s: float | None = None
     decode_tok_s: float | None = None  # mean per-request decode rate
     ttft_p50_ms: float | None = None
@@ -323,18 +335,6 @@ class TrialResult(_Event):
     row: dict[str, Any] = Field(default_factory=dict)
 
 
-# ---------------------------------------------------------------- misc
-
-
-class Note(_Event):
-    """A one-line message for the user (e.g. "telemetry off: no NVIDIA driver")."""
-
-    kind: Literal["note"] = "note"
-    level: Literal["info", "warning", "error"] = "info"
-    text: str
-    source: str = ""
-
-
 class TrialJob(_Event):
     """A trial's Slurm job as the campaign view shows it (trials --slurm): published when its
     state, figures or incidents change."""
@@ -351,6 +351,18 @@ class TrialJob(_Event):
     runs: int = 0
     incidents: int = 0  # error alerts seen in its nodes' logs
     last_incident: str | None = None
+
+
+# ---------------------------------------------------------------- misc
+
+
+class Note(_Event):
+    """A one-line message for the user (e.g. "telemetry off: no NVIDIA driver")."""
+
+    kind: Literal["note"] = "note"
+    level: Literal["info", "warning", "error"] = "info"
+    text: str
+    source: str = ""
 
 
 class ReplaySeek(_Event):

@@ -6,11 +6,12 @@ which repeat the whole text so far - are not JSON-decoded at all except the last
 the token count of a chunk is read with one reverse byte search. A quote inside a JSON
 string is always escaped, so ``"completion_tokens":`` can only match the real key.
 
-Definitions (per request; N = the server's completion token count):
+Per request (N = the server's completion token count; the names are defined once, in
+tuiapp/bench/outcome.py, with what became of the request):
   TTFT  = first chunk carrying output - request sent
-  ITL   = (e2e - TTFT) / (N - 1)            (per token, not per chunk)
+  TPOT  = (e2e - TTFT) / (N - 1)            (per token, not per chunk)
   decode tok/s = (N - 1) / (e2e - TTFT)
-  chunk gap = mean gap between consecutive output chunks (per chunk, kept apart from ITL)
+  ITL   = gap between consecutive output chunks; chunk_gap_mean_s is a request's mean
   tokens per chunk = tokens after the first chunk / chunks after the first
 """
 
@@ -68,6 +69,8 @@ class RequestResult:
     error_body: str | None = None  # a refusal's body, to find the field it names
     tokens_from_chunks: bool = False  # no usage in the stream: one output chunk counted as one token
     cancelled: bool = False  # cut off by our own stop: not a failure
+    refused: bool = False  # a 503 while others of ours were served: the server's queue was full
+    lag_s: float = 0.0  # open loop: sent this long after its scheduled time (in TTFT and e2e)
 
     @property
     def tpot_s(self) -> float | None:

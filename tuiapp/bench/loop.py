@@ -8,8 +8,10 @@ Across runs: mean, sample sd and Student-t 95% CI of the per-run decode tok/s.
 
 A request that cannot connect means the server is gone: the loop says
 ``waiting_server``, retries with backoff, and carries on with the same run when the
-server is back. Every other failure is one ``RequestDone(ok=False)``; nothing here
-raises for a bad response.
+server is back. Every other failure is one ``RequestDone(ok=False)`` with its outcome
+(tuiapp/bench/outcome.py); a refusal of a full queue (429, a 503 while others of ours are
+served) is a failed request of its own reason, never retried and never a reason to change
+the load. Nothing here raises for a bad response.
 """
 
 from __future__ import annotations
@@ -35,17 +37,17 @@ from tuiapp.bench.client import (
     stream_request,
 )
 from tuiapp.bench.http_client import make_client
+from tuiapp.bench.outcome import says_queue_full
 from tuiapp.bench.points import (
-    GOOD_SHARE,
     PointTally,
     load_text,
-    max_load,
     next_probe,
     point_event,
     point_summary,
 )
 from tuiapp.bench.run_events import nan_alert, request_event, run_event
 from tuiapp.bench.settings import BenchSettings
+from tuiapp.bench.verdict import max_load_answer, meets_goal
 from tuiapp.bench.workload import Prompt, build
 from tuiapp.common import stats
 from tuiapp.events import (
@@ -177,10 +179,10 @@ class BenchLoop:
 
     def _load_summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
-        rates = [p.achieved_request_rate for p in self.points if p.achieved_request_rate is not None]
+        rates = [p.sent_request_rate for p in self.points if p.sent_request_rate is not None]
         if self.settings.request_rate is not None and len(self.points) == 1 and rates:
             out["request_rate"] = self.settings.request_rate
-            out["achieved_request_rate"] = rates[0]
+            out["sent_request_rate"] = rates[0]
         if self.settings.has_slo:
             out["slo"] = {k: v for k, v in (("ttft_ms", self.settings.slo_ttft_ms), ("tpot_ms", self.settings.slo_tpot_ms),
                                              ("e2e_ms", self.settings.slo_e2e_ms)) if v is not None}
@@ -216,7 +218,7 @@ class BenchLoop:
         """``runs`` runs at one load; publishes the point's figures (None when stopped first)."""
         self._point = point
         self._point_index = index
-        tally = PointTally()
+        tally = PointTally(point)
         runs = point.runs if point.runs is not None else (DEFAULT_POINT_RUNS if total > 1 or search else None)
         if total > 1 or search:
             self._note("info", f"load point {index + 1}{'' if search else f' of {total}'}: {load_text(point)}"
@@ -227,7 +229,7 @@ class BenchLoop:
                 self._restart = False
                 self.results = [r for r in self.results if r.point_index != index]
                 self._run_index = len(self.results)
-                tally = PointTally()
+                tally = PointTally(point)
                 self._set_state("warming_up", "restarted: flushing cache, new run numbering")
                 await self._flush_cache(client)
             if runs is not None and len(tally.run_walls_s) >= runs:
@@ -250,27 +252,31 @@ class BenchLoop:
         return ev
 
     async def _search(self, client: httpx.AsyncClient) -> None:
-        """--find-max-load: bisection over the rate (open loop) or the concurrency."""
+        """--find-max-load: bisection over the rate (open loop) or the concurrency. A probe
+        passes by tuiapp.bench.verdict.meets_goal; the answer is kept after every probe,
+        so a stop keeps what was found."""
         s = self.settings
         by_rate = s.request_rate is not None or s.sweep == "request_rate"
+        name = "request_rate" if by_rate else "concurrency"
         start = s.request_rate or (s.sweep_values[0] if s.sweep_values else float(s.concurrency))
         history: list[tuple[float, bool]] = []
         while not self._stop.is_set():
             load = next_probe(history, start, whole=not by_rate, max_points=s.max_search_points)
             if load is None:
                 break
-            point = s.model_copy(update={"request_rate": load} if by_rate else
-                                 {"concurrency": int(load), "request_rate": None})
+            point = s.at_load(name, load)
             ev = await self._run_point(client, len(history), point, 0, search=True)
             if ev is None or not self._finished:
-                return
-            history.append((load, (ev.goodput_share or 0.0) >= GOOD_SHARE))
-        self.max_load = {"request_rate" if by_rate else "concurrency": max_load(history),
-                         "probes": len(history), "good_share": GOOD_SHARE}
-        found = self.max_load[("request_rate" if by_rate else "concurrency")]
-        self._note("info", f"max load meeting the SLO for >= {GOOD_SHARE:.0%} of requests: "
-                           + (f"{found:g} {'req/s' if by_rate else 'streams'}" if found else "none (the smallest failed)")
-                           + f" ({len(history)} probes)")
+                break
+            ok, why = meets_goal(ev)
+            history.append((load, ok))
+            self._note("info", f"probe {load:g} {'req/s' if by_rate else 'streams'}: {'passed' if ok else 'failed'}"
+                               f" ({why})")
+            self.max_load = max_load_answer(history, name)
+        if self.max_load is None:
+            return
+        self.max_load["complete"] = not self._stop.is_set()
+        self._note("info", self.max_load["text"])
 
     async def _prepare(self, client: httpx.AsyncClient) -> None:
         s = self.settings
@@ -300,17 +306,20 @@ class BenchLoop:
         done: list[RequestResult] = []
         sends_s: list[float] = []
         dues_s: list[float] = []  # open loop: when each arrival was due
+        finishes_s: list[float] = []  # when each successful request came back
         t_start = time.perf_counter()
 
         call_soon = asyncio.get_running_loop().call_soon
 
-        async def one(req_index: int) -> bool:
+        async def one(req_index: int, due_s: float | None = None) -> bool:
             """One request of the run; False when the run was stopped or restarted."""
             res = await self._request(client, on_cancel=lambda i=req_index: self.publish(request_event(
                 run_index, i, RequestResult(error="cancelled: stopped by tuiapp", cancelled=True))),
-                sends_s=sends_s)
+                sends_s=sends_s, due_s=due_s)
             if generation != self._generation:
                 return False
+            if res.ok:
+                finishes_s.append(time.perf_counter())
             done.append(res)
             # published on the loop's next pass: a closed loop's next request goes first, with
             # no work of ours between this response's end and that send (a burst's sends stay
@@ -346,7 +355,8 @@ class BenchLoop:
         run = run_event(run_index, done, wall_s, p.concurrency, self.trial)
         if p.request_rate is not None or self._point_index:
             run = run.model_copy(update={"request_rate": p.request_rate, "point_index": self._point_index})
-        tally.add_run(done, wall_s, run.output_tok_s, sends_s if p.request_rate is not None else None, dues_s)
+        tally.add_run(done, wall_s, run.output_tok_s, sends_s if p.request_rate is not None else None, dues_s,
+                      finishes_s, run.decode_tok_s)
         self.results.append(RunFigures(run))
         self.publish(run)
         self._publish_summary()
@@ -368,12 +378,14 @@ class BenchLoop:
         scale_s = 1.0 / (p.request_rate * shape)  # type: ignore[operator]
         cap = asyncio.Semaphore(p.max_concurrency) if p.max_concurrency else None
 
-        async def capped(i: int) -> None:
+        async def capped(i: int, due_s: float) -> None:
+            # latency counts from due_s: a wait for a free slot is the server's queue moved
+            # into the client, and hiding it is coordinated omission
             if cap is None:
-                await one(i)
+                await one(i, due_s)
                 return
             async with cap:
-                await one(i)
+                await one(i, due_s)
 
         tasks: list[asyncio.Future] = []
         due_s = time.perf_counter()
@@ -387,7 +399,7 @@ class BenchLoop:
             if wait_s > 0:
                 await asyncio.sleep(wait_s)
             dues_s.append(due_s)
-            tasks.append(asyncio.ensure_future(capped(i)))
+            tasks.append(asyncio.ensure_future(capped(i, due_s)))
             due_s += rng.gammavariate(shape, scale_s)
         return tasks
 
@@ -409,8 +421,10 @@ class BenchLoop:
         )
 
     async def _request(self, client: httpx.AsyncClient, max_new_tokens: int | None = None,
-                       on_cancel: Callable[[], None] | None = None, sends_s: list[float] | None = None) -> RequestResult:
-        """One request; while the server is unreachable, wait for it instead of failing."""
+                       on_cancel: Callable[[], None] | None = None, sends_s: list[float] | None = None,
+                       due_s: float | None = None) -> RequestResult:
+        """One request; while the server is unreachable, wait for it instead of failing.
+        ``due_s`` (open loop): its scheduled send time, from which its TTFT and e2e count."""
         s = self.settings
         prompt = next(self._prompt_iter)
         if max_new_tokens is not None:
@@ -424,8 +438,9 @@ class BenchLoop:
             async with serial:
                 others = self._in_flight
                 self._in_flight += 1
+                sent_s = time.perf_counter()
                 if sends_s is not None:
-                    sends_s.append(time.perf_counter())
+                    sends_s.append(sent_s)
                 try:
                     res = await stream_request(client, self._url, s.api, payload, s.timeouts,
                                                prompt.max_new_tokens or s.max_new_tokens)
@@ -441,13 +456,13 @@ class BenchLoop:
             if res.http_status in (400, 422) and self._drop_refused_field(res):
                 continue
             overlapped = others or self._in_flight
-            if res.http_status in (429, 503) and overlapped:
-                # busy, not down: a server that serves one request at a time refused the
-                # second; from now on ours go one at a time
-                self._one_at_a_time(f"refused a request while {overlapped} of ours were in flight"
-                                    f" (HTTP {res.http_status})")
-                await self._until_idle()
-                continue
+            if res.http_status == 429 or res.http_status == 503 and (overlapped or says_queue_full(res.error)):
+                # busy, not down: the server's queue is full. A failed request of its own
+                # reason ("refused"), never sent again: a retry would hide the overload, and
+                # going serial would measure another load than the one asked for
+                res.refused = True
+                self._note_once("refused", "warning", f"the server refused a request while {overlapped} of ours"
+                                f" were in flight ({res.error}); refusals count as failed requests")
             if res.error == STREAM_CUT and overlapped:
                 # llama-cpp-python ends the running stream when the next request arrives
                 self._one_at_a_time(f"cut a stream short while {overlapped} of ours were in flight")
@@ -455,8 +470,14 @@ class BenchLoop:
                 self._note_once("chunks", "warning", "the server sends no token usage: counting one token per"
                                 " streamed chunk")
             # 503: listening but not serving (SGLang while it starts): wait, do not hammer it.
-            if not res.connect_failed and res.http_status != 503:
+            if not res.connect_failed and (res.http_status != 503 or res.refused):
                 self._outages_in_a_row = 0
+                if due_s is not None:
+                    res.lag_s = max(sent_s - due_s, 0.0)
+                    if res.ttft_s is not None:
+                        res.ttft_s += res.lag_s
+                    if res.e2e_s is not None:
+                        res.e2e_s += res.lag_s
                 return res
             await self._wait_for_server(client, res.error or "cannot connect", refused=res.connect_failed)
 
@@ -470,10 +491,6 @@ class BenchLoop:
         fields = ", ".join(f"'{n}'" for n in named)
         self._note("warning", f"the server refused {fields} ({res.error}); sending requests without it")
         return True
-
-    async def _until_idle(self) -> None:
-        while self._in_flight and not self._stop.is_set():
-            await asyncio.sleep(0.01)
 
     def _one_at_a_time(self, what: str) -> None:
         if not self._serial:

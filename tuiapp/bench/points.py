@@ -1,36 +1,38 @@
-"""A load point's figures (percentiles, goodput) and --find-max-load's next probe.
+"""A load point: one function builds it from a load's runs (the loop, sweeps, --find-max-load
+and the concurrency search all call it), and --find-max-load's next probe.
 
-Pure functions over finished requests: the loop feeds them, tests call them directly.
+Pure over finished requests: the loop feeds them, tests call them directly. A point keeps
+bounded memory (counts, sums and digests, never the requests), so an attach that runs for
+days holds a few thousand numbers.
+
+Rates of a point (open loop; docs/load-curves.md):
+  offered = the rate of the arrivals drawn (a Poisson draw of 32 is not exactly R)
+  sent    = requests sent / sending time: did the client keep its own schedule
+  served  = successful requests / the time they took to come back ((n - 1) / first-to-last
+            finish, pooled over runs, as sent is measured over sends): what the server did
+  client lag = a request's send time - its scheduled time; open-loop TTFT and e2e include
+            it, so queueing behind --max-concurrency or a slow client is latency, not hidden
+Closed loop: served = successful requests / wall time.
 """
 
 from __future__ import annotations
 
-import math
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tuiapp.bench.client import RequestResult
+from tuiapp.bench.outcome import classify, reason_text
 from tuiapp.bench.settings import BenchSettings
-from tuiapp.common import stats
+from tuiapp.common.stats import Digest, percentile
 from tuiapp.events import PointDone
 
-GOOD_SHARE = 0.99  # --find-max-load: the largest load whose goodput share stays at or above this
-
-
-def percentile(xs: Sequence[float], q: float) -> float | None:
-    """Linear interpolation between closest ranks (numpy's default), q in [0, 100]."""
-    if not xs:
-        return None
-    v = sorted(xs)
-    pos = (len(v) - 1) * q / 100.0
-    lo = math.floor(pos)
-    hi = min(lo + 1, len(v) - 1)
-    return v[lo] + (v[hi] - v[lo]) * (pos - lo)
-
+__all__ = ["PointTally", "load_text", "max_load", "meets_slo", "next_probe", "percentile",
+           "point_event", "point_summary"]
 
 def meets_slo(r: RequestResult, s: BenchSettings) -> bool:
     """Every goal met; a failed request meets none. A one-token reply has no TPOT to miss."""
-    if not r.ok or r.ttft_s is None or r.e2e_s is None:
+    if classify(r) != "ok" or r.ttft_s is None or r.e2e_s is None:
         return False
     if s.slo_ttft_ms is not None and r.ttft_s * 1000.0 > s.slo_ttft_ms:
         return False
@@ -42,24 +44,75 @@ def meets_slo(r: RequestResult, s: BenchSettings) -> bool:
 
 @dataclass
 class PointTally:
-    """What one point's runs left: their requests, wall times and (open loop) send times."""
+    """What one point's runs left, in bounded memory: outcome counts, digests of the
+    successful requests' latencies, and per-run walls, rates and spans."""
 
-    requests: list[RequestResult] = field(default_factory=list)
+    settings: BenchSettings | None = None  # its SLO decides goodput
+    outcomes: Counter = field(default_factory=Counter)
+    first_errors: dict[str, str] = field(default_factory=dict)  # outcome -> its first error text
+    ttft_ms: Digest = field(default_factory=Digest)
+    tpot_ms: Digest = field(default_factory=Digest)
+    itl_ms: Digest = field(default_factory=Digest)
+    e2e_ms: Digest = field(default_factory=Digest)
+    lag_ms: Digest = field(default_factory=Digest)
+    tokens: int = 0
+    decode_sum_tok_s: float = 0.0
+    decode_n: int = 0
+    slo_met: int = 0
     run_walls_s: list[float] = field(default_factory=list)
     run_output_tok_s: list[float] = field(default_factory=list)
+    run_decode_tok_s: list[float] = field(default_factory=list)
     send_spans: list[tuple[int, float]] = field(default_factory=list)  # (requests sent, first-to-last send s)
     due_spans: list[tuple[int, float]] = field(default_factory=list)  # the same of the drawn schedule
+    finish_spans: list[tuple[int, float]] = field(default_factory=list)  # the same of successful finishes
 
     def add_run(self, done: list[RequestResult], wall_s: float, output_tok_s: float | None,
-                sends_s: list[float] | None = None, dues_s: list[float] | None = None) -> None:
-        self.requests.extend(done)
+                sends_s: list[float] | None = None, dues_s: list[float] | None = None,
+                finishes_s: list[float] | None = None, decode_tok_s: float | None = None) -> None:
+        for r in done:
+            self.add(r)
         self.run_walls_s.append(wall_s)
         if output_tok_s is not None:
             self.run_output_tok_s.append(output_tok_s)
+        if decode_tok_s is not None:
+            self.run_decode_tok_s.append(decode_tok_s)
         if sends_s and len(sends_s) > 1:
             self.send_spans.append((len(sends_s), max(sends_s) - min(sends_s)))
         if dues_s and len(dues_s) > 1:
             self.due_spans.append((len(dues_s), dues_s[-1] - dues_s[0]))
+        if finishes_s and len(finishes_s) > 1:
+            self.finish_spans.append((len(finishes_s), max(finishes_s) - min(finishes_s)))
+
+    def add(self, r: RequestResult) -> None:
+        outcome = classify(r)
+        self.outcomes[outcome] += 1
+        if outcome == "cancelled":
+            return
+        if r.lag_s:
+            self.lag_ms.add(r.lag_s * 1000.0)
+        elif self.settings is not None and self.settings.request_rate is not None:
+            self.lag_ms.add(0.0)
+        if outcome != "ok":
+            self.first_errors.setdefault(outcome, reason_text(r, outcome))
+            return
+        self.tokens += r.completion_tokens or 0
+        if r.ttft_s is not None:
+            self.ttft_ms.add(r.ttft_s * 1000.0)
+        if (t := r.tpot_s) is not None:
+            self.tpot_ms.add(t * 1000.0)
+        if (g := r.chunk_gap_mean_s) is not None:
+            self.itl_ms.add(g * 1000.0)
+        if r.e2e_s is not None:
+            self.e2e_ms.add(r.e2e_s * 1000.0)
+        if (d := r.decode_tok_s) is not None:
+            self.decode_sum_tok_s += d
+            self.decode_n += 1
+        if self.settings is not None and self.settings.has_slo and meets_slo(r, self.settings):
+            self.slo_met += 1
+
+    @property
+    def counted(self) -> int:
+        return sum(n for o, n in self.outcomes.items() if o != "cancelled")
 
 
 def _rate(spans: list[tuple[int, float]]) -> float | None:
@@ -68,44 +121,55 @@ def _rate(spans: list[tuple[int, float]]) -> float | None:
     return sum(n - 1 for n, _ in spans) / span_s if spans and span_s > 0 else None
 
 
-def _ms3(xs: list[float], prefix: str) -> dict[str, float | None]:
-    ms = [x * 1000.0 for x in xs]
-    return {f"{prefix}_p{q}_ms": percentile(ms, q) for q in (50, 90, 99)}
+def _ms3(d: Digest, prefix: str, qs: Sequence[int] = (50, 90, 99)) -> dict[str, float | None]:
+    return {f"{prefix}_p{q}_ms": d.percentile(q) for q in qs}
 
 
 def point_event(index: int, s: BenchSettings, tally: PointTally, trial: str | None, *, search: bool = False) -> PointDone:
-    counted = [r for r in tally.requests if not r.cancelled]
-    good = [r for r in counted if r.ok]
+    """The one builder of a point from its load's runs."""
+    counted = tally.counted
+    good = tally.outcomes["ok"]
     wall_s = sum(tally.run_walls_s)
-    tokens = sum(r.completion_tokens or 0 for r in good)
     open_loop = s.request_rate is not None
-    achieved = _rate(tally.send_spans) if open_loop else None
-    scheduled = _rate(tally.due_spans) if open_loop else None
+    sent = _rate(tally.send_spans) if open_loop else (counted / wall_s if wall_s > 0 else None)
+    if open_loop:
+        served = _rate(tally.finish_spans) if good > 1 else (good / wall_s if wall_s > 0 else None)
+        if served is not None and sent is not None:
+            served = min(served, sent)  # a burst of finishes is not a rate above what was sent
+    else:
+        served = good / wall_s if wall_s > 0 else None
     figures: dict = {}
-    figures |= _ms3([r.ttft_s for r in good if r.ttft_s is not None], "ttft")
-    figures |= _ms3([t for r in good if (t := r.tpot_s) is not None], "tpot")
-    figures |= _ms3([g for r in good if (g := r.chunk_gap_mean_s) is not None], "itl")
-    figures |= _ms3([r.e2e_s for r in good if r.e2e_s is not None], "e2e")
+    figures |= _ms3(tally.ttft_ms, "ttft")
+    figures |= _ms3(tally.tpot_ms, "tpot")
+    figures |= _ms3(tally.itl_ms, "itl")
+    figures |= _ms3(tally.e2e_ms, "e2e")
+    if open_loop:
+        figures |= _ms3(tally.lag_ms, "client_lag", (50, 99))
     goodput = share = None
     if s.has_slo and counted:
-        met = sum(1 for r in counted if meets_slo(r, s))
-        goodput = met / wall_s if wall_s > 0 else None
-        share = met / len(counted)
+        goodput = tally.slo_met / wall_s if wall_s > 0 else None
+        share = tally.slo_met / counted
+    by_reason = {o: n for o, n in sorted(tally.outcomes.items()) if o not in ("ok", "cancelled")}
     return PointDone(
         point_index=index,
         concurrency=s.concurrency if s.request_rate is None else None,
         request_rate=s.request_rate,
         max_concurrency=s.max_concurrency if s.request_rate is not None else None,
-        achieved_request_rate=achieved,
-        scheduled_request_rate=scheduled,
+        sent_request_rate=sent,
+        offered_request_rate=_rate(tally.due_spans) if open_loop else None,
+        served_request_rate=served,
         runs=len(tally.run_walls_s),
-        requests=len(counted),
-        errors=len(counted) - len(good),
+        requests=counted,
+        errors=counted - good,
+        errors_by_reason=by_reason,
+        first_error=next(iter(tally.first_errors.values()), None),
+        refused_share=tally.outcomes["refused"] / counted if counted else None,
         duration_s=wall_s,
-        output_tok_s=tokens / wall_s if good and wall_s > 0 else None,
+        output_tok_s=tally.tokens / wall_s if good and wall_s > 0 else None,
         output_tok_s_runs=list(tally.run_output_tok_s),
-        request_throughput_req_s=len(good) / wall_s if wall_s > 0 else None,
-        decode_tok_s=stats.mean([d for r in good if (d := r.decode_tok_s) is not None]),
+        decode_tok_s_runs=list(tally.run_decode_tok_s),
+        request_throughput_req_s=good / wall_s if wall_s > 0 else None,
+        decode_tok_s=tally.decode_sum_tok_s / tally.decode_n if tally.decode_n else None,
         goodput_req_s=goodput,
         goodput_share=share,
         trial=trial,
@@ -122,8 +186,8 @@ def point_summary(ev: PointDone) -> dict:
     out = {k: v for k, v in ev.model_dump(mode="json").items() if k not in _NOT_IN_SUMMARY}
     if ev.request_rate is None:
         out.pop("request_rate")
-        out.pop("achieved_request_rate")
-        out.pop("scheduled_request_rate")
+        out.pop("sent_request_rate")
+        out.pop("offered_request_rate")
         out.pop("max_concurrency")
     else:
         out.pop("concurrency")

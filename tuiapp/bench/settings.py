@@ -125,13 +125,18 @@ class BenchSettings(BaseModel):
         """The settings of each load point: the sweep's values, or the one point."""
         if self.sweep is None:
             return [self]
-        if self.sweep == "concurrency":
-            # a run of fewer requests than streams never loads the server to the point's concurrency
-            # (a plan's default is 1 request a run, for the campaign's single stream)
-            return [self.model_copy(update={"concurrency": int(v), "request_rate": None,
-                                            "requests_per_run": max(self.requests_per_run or 0, int(v))})
-                    for v in self.sweep_values]
-        return [self.model_copy(update={"request_rate": float(v)}) for v in self.sweep_values]
+        return [self.at_load(self.sweep, v) for v in self.sweep_values]
+
+    def at_load(self, name: str, value: float) -> BenchSettings:
+        """The settings of one load point (a sweep's, a search probe's): ``concurrency`` N
+        holds N requests in flight, so a run has at least N requests (a plan's default is 1
+        request a run, for the campaign's single stream, which never loads a server to N);
+        ``request_rate`` R sends open loop."""
+        if name == "concurrency":
+            n = int(value)
+            return self.model_copy(update={"concurrency": n, "request_rate": None,
+                                           "requests_per_run": max(self.requests_per_run or 0, n)})
+        return self.model_copy(update={"request_rate": float(value)})
 
 
 NO_MODEL = ""  # ``model``: requests name no model (a one-model server whose /v1/models fails)

@@ -14,7 +14,8 @@ The ledger, its load curves, the search ranking, dead-end flags, --find-max-load
 - :func:`error_rate_verdict`: NEW fails more requests than BASE beyond chance (Fisher's
   exact test, one-sided) and by at least a percentage point.
 - :func:`invalid_reasons`: what makes a measurement unusable whatever its speed.
-- :func:`probe_verdict`: does one --find-max-load probe pass.
+- :func:`meets_goal`: does a load point (a --find-max-load probe) meet the SLO;
+  :func:`headline_point`: a sweep trial's one headline point.
 """
 
 from __future__ import annotations
@@ -194,25 +195,6 @@ def invalid_reasons(*, requests: int, failed: int, output_tokens: int | None, ru
 # ---------------------------------------------------------------- --find-max-load
 
 
-def probe_verdict(point: Any, settings: Any, *, good_share: float = GOOD_SHARE) -> tuple[bool, str]:
-    """(passed, why) for one probe (a PointDone): the SLO share of every request sent (refused
-    and failed ones are misses) meets ``good_share``; open loop also needs served >= 95% of
-    the offered rate (a server that takes 11 of 40 req/s does not "meet" 40 however fast the
-    11 were). Closed loop holds ``concurrency`` requests in flight (BenchSettings.at_load)."""
-    share = point.goodput_share or 0.0
-    why = [f"SLO met by {share:.0%} of {point.requests}"]
-    ok = share >= good_share
-    if point.errors:
-        why.append(f"{point.errors} failed")
-    if settings.request_rate is not None:
-        offered = point.offered_request_rate or settings.request_rate
-        served = point.served_request_rate or 0.0
-        why.append(f"served {served:.3g} of {offered:.3g} req/s offered")
-        if served < SERVED_SHARE * offered:
-            ok = False
-    return ok, ", ".join(why)
-
-
 def max_load_answer(history: Sequence[tuple[float, bool]], name: str) -> dict[str, Any]:
     """--find-max-load's answer from its probes: the largest passing load, bracketed by the
     smallest failing one above it; with no failing probe above, only "at least"."""
@@ -231,3 +213,42 @@ def max_load_answer(history: Sequence[tuple[float, bool]], name: str) -> dict[st
         text = f"max load meeting the SLO: {found:g} {unit} ({failing:g} failed)"
     return {name: found, "bracketed": failing is not None, "first_failing": failing, "probes": len(history),
             "good_share": GOOD_SHARE, "served_share": SERVED_SHARE, "text": f"{text}, {len(history)} probes"}
+
+
+def _get(point: Any, name: str) -> Any:
+    return point.get(name) if isinstance(point, dict) else getattr(point, name, None)
+
+
+def meets_goal(point: Any, *, good_share: float = GOOD_SHARE) -> tuple[bool, str]:
+    """(passed, why) for one load point (a PointDone or its summary dict): the SLO share of
+    every request sent (refused and failed ones are misses) meets ``good_share``; open loop
+    also needs served >= 95% of the offered rate (a server that takes 11 of 40 req/s does not
+    "meet" 40 however fast the 11 were). Closed loop holds ``concurrency`` requests in flight
+    (BenchSettings.at_load). The probes of --find-max-load and a sweep's headline use it."""
+    share = _get(point, "goodput_share") or 0.0
+    why = [f"SLO met by {share:.0%} of {_get(point, 'requests')}"]
+    ok = share >= good_share
+    if _get(point, "errors"):
+        why.append(f"{_get(point, 'errors')} failed")
+    rate = _get(point, "request_rate")
+    if rate is not None:
+        offered = _get(point, "offered_request_rate") or rate
+        served = _get(point, "served_request_rate") or 0.0
+        why.append(f"served {served:.3g} of {offered:.3g} req/s offered")
+        if served < SERVED_SHARE * offered:
+            ok = False
+    return ok, ", ".join(why)
+
+
+def headline_point(points: Sequence[dict[str, Any]], want: str | None = None) -> dict[str, Any] | None:
+    """A sweep trial's headline: the point ``want`` names ("concurrency=64", "request_rate=8"),
+    else the highest load that met the SLO (meets_goal), else, without an SLO, the highest
+    load; never a pool of all loads. None when no point qualifies (want absent, or an SLO
+    that no load met)."""
+    usable = [p for p in points if load_of(p) is not None and not p.get("search_probe")]
+    if want:
+        name, _, value = want.partition("=")
+        return next((p for p in usable if load_of(p) == (name, float(value))), None)
+    with_slo = [p for p in usable if p.get("goodput_share") is not None]
+    pool = [p for p in with_slo if meets_goal(p)[0]] if with_slo else usable
+    return max(pool, key=lambda p: load_of(p)[1]) if pool else None  # type: ignore[index]

@@ -159,3 +159,61 @@ def verdict(baseline_runs: Sequence[float], trial_runs: Sequence[float], *, alph
     if p < alpha:
         return "faster" if t > 0 else "slower"
     return "within noise"
+
+
+# ---------------------------------------------------------------- bounded percentiles
+
+
+class Digest:
+    """Values for percentiles in bounded memory: exact up to ``exact_max`` values, then
+    log-spaced buckets of 0.5% relative width (an attach that runs for days keeps a few
+    thousand numbers, not one per request). Percentiles interpolate as numpy's default."""
+
+    __slots__ = ("_values", "_buckets", "count", "_exact_max")
+
+    _STEP = math.log1p(0.005)
+
+    def __init__(self, exact_max: int = 4096) -> None:
+        self._values: list[float] | None = []
+        self._buckets: dict[int, int] = {}
+        self.count = 0
+        self._exact_max = exact_max
+
+    def add(self, x: float) -> None:
+        self.count += 1
+        if self._values is not None:
+            self._values.append(x)
+            if len(self._values) > self._exact_max:
+                values, self._values = self._values, None
+                for v in values:
+                    self._bucket(v)
+            return
+        self._bucket(x)
+
+    def _bucket(self, x: float) -> None:
+        key = -(1 << 30) if x <= 0 else round(math.log(x) / self._STEP)
+        self._buckets[key] = self._buckets.get(key, 0) + 1
+
+    def percentile(self, q: float) -> float | None:
+        if self._values is not None:
+            return percentile(self._values, q)
+        if not self.count:
+            return None
+        rank = (self.count - 1) * q / 100.0
+        seen = 0
+        for key in sorted(self._buckets):
+            seen += self._buckets[key]
+            if seen > rank:
+                return 0.0 if key == -(1 << 30) else math.exp(key * self._STEP)
+        return None
+
+
+def percentile(xs: Sequence[float], q: float) -> float | None:
+    """Linear interpolation between closest ranks (numpy's default), q in [0, 100]."""
+    if not xs:
+        return None
+    v = sorted(xs)
+    pos = (len(v) - 1) * q / 100.0
+    lo = math.floor(pos)
+    hi = min(lo + 1, len(v) - 1)
+    return v[lo] + (v[hi] - v[lo]) * (pos - lo)

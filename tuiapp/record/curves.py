@@ -91,7 +91,7 @@ def point_rows(points: Sequence[PointDone]) -> list[list[str]]:
     rows = []
     for p in points:
         load = f"{p.request_rate:g} req/s" if p.request_rate is not None else f"c={p.concurrency}"
-        achieved = num(p.achieved_request_rate, ".2f") if p.request_rate is not None else "-"
+        achieved = num(p.sent_request_rate, ".2f") if p.request_rate is not None else "-"
         share = f"{p.goodput_share:.0%}" if p.goodput_share is not None else "-"
         rows.append([p.trial or "-", load + (" (search)" if p.search else ""), achieved, str(p.requests),
                      str(p.errors), num(p.output_tok_s, ".1f"), num(p.request_throughput_req_s, ".2f"),

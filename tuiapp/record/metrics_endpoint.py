@@ -25,6 +25,7 @@ from prometheus_client import (
     start_http_server,
 )
 
+from tuiapp.common import acceptance
 from tuiapp.events import (
     Alert,
     BenchSummary,
@@ -73,6 +74,7 @@ class MetricsEndpoint:
         self._trial = _NO_TRIAL
         self._phase: dict[str, str] = {}  # trial -> its last phase
         self._incidents: dict[int, tuple[str, ...]] = {}  # alert_id -> its info labels
+        self._spec: dict[str, acceptance.Tally] = {}  # trial -> its runs' histograms pooled
 
     @property
     def url(self) -> str:
@@ -84,7 +86,7 @@ class MetricsEndpoint:
         t = ["trial"]
         self.requests = Counter("tuiapp_requests", "Benchmark requests finished, by outcome (ok, error, cancelled)",
                                 [*t, "outcome"], registry=r)
-        self.request_errors = Counter("tuiapp_request_errors", "Failed benchmark requests, by reason",
+        self.request_errors = Counter("tuiapp_request_errors", "Failed benchmark requests, by reason (refused, http_error, timeout, ...)",
                                       [*t, "reason"], registry=r)
         self.output_tokens = Counter("tuiapp_output_tokens", "Completion tokens received by the benchmark", t,
                                      registry=r)
@@ -107,6 +109,20 @@ class MetricsEndpoint:
                             "Last run: speculative decoding's mean accepted length (tokens per verify step)", t,
                             registry=r)
         self.concurrency = Gauge("tuiapp_bench_concurrency", "Last run: concurrent requests", t, registry=r)
+        # acceptance per draft position (tuiapp.common.acceptance): counters, so a query pools
+        # any window exactly (increase(accepted) / increase(observed)), and the trial's ratio so far
+        tp = [*t, "position"]
+        self.spec_pos_accepted = Counter("tuiapp_spec_position_accepted_steps",
+                                         "Verify steps that accepted the draft at this position", tp, registry=r)
+        self.spec_pos_observed = Counter("tuiapp_spec_position_observed_steps",
+                                         "Verify steps whose budget reached this position (beyond it: unobserved, "
+                                         "not rejected)", tp, registry=r)
+        self.spec_pos_ratio = Gauge("tuiapp_spec_position_acceptance_ratio",
+                                    "The trial so far: accepted / observed steps at this draft position", tp,
+                                    registry=r)
+        self.spec_len_steps = Counter("tuiapp_spec_accept_length_steps",
+                                      "Verify steps by accept length (accepted drafts + the bonus token)",
+                                      [*t, "length"], registry=r)
         self.decode_mean = Gauge("tuiapp_decode_tokens_per_second_mean",
                                  "Across the trial's runs: mean decode tok/s", t, registry=r)
         self.decode_ci = Gauge("tuiapp_decode_tokens_per_second_ci95",
@@ -134,6 +150,18 @@ class MetricsEndpoint:
                                  ["url", "model", "engine", "version"], registry=r)
         self.server_gen = Gauge("tuiapp_server_gen_throughput_tokens_per_second",
                                 "The server's own generation throughput (its Decode batch log lines)", registry=r)
+        # newer SGLang families the poller reads (tuiapp.server.metrics_poll), for decisions on
+        # KV size, retraction, DP balance and adaptive speculation
+        self.server_kv_free = Gauge("tuiapp_server_kv_available_tokens", "KV cache tokens free, all DP ranks",
+                                    registry=r)
+        self.server_util = Gauge("tuiapp_server_utilization_ratio", "The server's own busy share, 0 to 1",
+                                 registry=r)
+        self.server_retractions = Gauge("tuiapp_server_retracted_requests",
+                                        "Requests the server retracted (KV full) since it started", registry=r)
+        self.server_imbalance = Gauge("tuiapp_server_dp_attention_imbalance_ratio",
+                                      "DP attention's token imbalance over the last poll window", registry=r)
+        self.server_spec_steps = Gauge("tuiapp_server_spec_steps",
+                                       "Speculative steps the server uses now (adaptive budgets move it)", registry=r)
         lp = ["trial", "load"]  # load: "concurrency=16" or "request_rate=4"
         self.point_output = Gauge("tuiapp_point_output_tokens_per_second",
                                   "A load point's aggregate output rate (its runs pooled)", lp, registry=r)
@@ -185,6 +213,7 @@ class MetricsEndpoint:
             _set(self.output.labels(trial), event.output_tok_s)
             _set(self.accept.labels(trial), event.accept_length)
             self.concurrency.labels(trial).set(event.concurrency)
+            self._spec_run(trial, event)
         elif isinstance(event, BenchSummary):
             trial = event.trial or self._trial
             _set(self.decode_mean.labels(trial), event.mean_decode_tok_s)
@@ -205,6 +234,11 @@ class MetricsEndpoint:
         elif isinstance(event, ServerStats):
             if event.source == "log_decode" and event.gen_throughput_tok_s is not None:
                 self.server_gen.set(event.gen_throughput_tok_s)
+            for gauge, value in ((self.server_kv_free, event.kv_available_tokens), (self.server_util, event.utilization),
+                                 (self.server_retractions, event.retractions_total),
+                                 (self.server_imbalance, event.dp_imbalance_ratio),
+                                 (self.server_spec_steps, event.spec_num_steps)):
+                _set(gauge, value)
         elif isinstance(event, PointDone):
             self._point(event)
         elif isinstance(event, Note):
@@ -215,8 +249,8 @@ class MetricsEndpoint:
         trial = self._trial
         outcome = "cancelled" if e.cancelled else "ok" if e.ok else "error"
         self.requests.labels(trial, outcome).inc()
-        if outcome == "error":
-            self.request_errors.labels(trial, error_reason(e.error)).inc()
+        if outcome == "error":  # by tuiapp.bench.outcome's reason (older recordings: the error's head)
+            self.request_errors.labels(trial, e.outcome or error_reason(e.error)).inc()
         if not e.ok:
             return
         if e.completion_tokens:
@@ -225,6 +259,20 @@ class MetricsEndpoint:
                             (self.e2e, e.e2e_s)):
             if value is not None:
                 hist.labels(trial).observe(value)
+
+    def _spec_run(self, trial: str, e: RunDone) -> None:
+        if not e.spec_accept_histogram:
+            return
+        for p in acceptance.per_position(e.spec_accept_histogram, e.spec_cap_histogram):
+            self.spec_pos_accepted.labels(trial, str(p.position)).inc(p.accepted_steps)
+            self.spec_pos_observed.labels(trial, str(p.position)).inc(p.observed_steps)
+        for j, steps in enumerate(e.spec_accept_histogram):
+            if steps:
+                self.spec_len_steps.labels(trial, str(j + 1)).inc(steps)
+        tally = self._spec.setdefault(trial, acceptance.Tally())
+        tally.add(e.spec_accept_histogram, e.spec_cap_histogram)
+        for p in tally.positions():
+            _set(self.spec_pos_ratio.labels(trial, str(p.position)), p.rate)
 
     def _point(self, e: PointDone) -> None:
         if e.concurrency is not None:
@@ -254,7 +302,7 @@ class MetricsEndpoint:
                 gauge.labels(*labels).set(value)
 
     def _alert(self, e: Alert) -> None:
-        ranks = ",".join(str(r) for r in e.ranks)
+        ranks = ",".join(str(r) for r in e.ranks) or ",".join(f"dp{r}" for r in e.dp_ranks)
         labels = (str(e.alert_id), e.alert_kind, e.severity, ranks, e.message[:_MESSAGE_CHARS])
         old = self._incidents.get(e.alert_id)
         if old is None:
@@ -262,9 +310,9 @@ class MetricsEndpoint:
         elif old != labels:
             self.incident_info.remove(*old)
         seen = set(old[3].split(",")) if old is not None and old[3] else set()
-        for rank in e.ranks:
-            if str(rank) not in seen:
-                self.incident_ranks.labels(e.alert_kind, str(rank)).inc()
+        for rank in ranks.split(",") if ranks else ():
+            if rank not in seen:
+                self.incident_ranks.labels(e.alert_kind, rank).inc()
         self._incidents[e.alert_id] = labels
         self.incident_info.labels(*labels).set(1)
 

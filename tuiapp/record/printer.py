@@ -59,7 +59,7 @@ def point_line(ev: PointDone) -> str:
     """One load point: the figures of the throughput-latency curve, and goodput with an SLO."""
     trial = f" trial={ev.trial}" if ev.trial else ""
     if ev.request_rate is not None:
-        load = f"rate={ev.request_rate:g} req/s achieved={num(ev.achieved_request_rate, '.2f')}"
+        load = f"rate={ev.request_rate:g} req/s achieved={num(ev.sent_request_rate, '.2f')}"
     else:
         load = f"concurrency={ev.concurrency}"
     good = (f" goodput={num(ev.goodput_req_s, '.2f')} req/s met={ev.goodput_share:.0%}"

@@ -8,6 +8,7 @@ stores, which the GIL makes safe).
 from __future__ import annotations
 
 import time
+from collections import Counter
 
 from tuiapp.events import (
     Alert,
@@ -41,7 +42,11 @@ class TrialCollector:
         # samples, so a trial that benchmarks for hours holds constant memory
         self.pcie_bench: dict[int, list[float]] = {}
         self._benchmarking = False
-        self.request_errors: list[str] = []
+        self.request_errors: list[str] = []  # the first few failed requests' reasons
+        self.requests = 0  # benchmark requests that counted (cancelled ones aside)
+        self.failed_by_reason: Counter = Counter()  # outcome -> failed requests
+        self.output_tokens = 0
+        self.numerical_faults = 0
 
     @property
     def benchmarking(self) -> bool:
@@ -88,9 +93,18 @@ class TrialCollector:
                 agg[0] += value
                 agg[1] += 1
                 agg[2] = max(agg[2], value)
-        elif (getattr(event, "kind", None) == "request" and not getattr(event, "ok", True)
-              and not getattr(event, "cancelled", False)):  # cut off by our own stop: no failure
-            self.request_errors.append(getattr(event, "error", None) or "request failed")
+        elif getattr(event, "kind", None) == "request" and not getattr(event, "cancelled", False):
+            # cut off by our own stop: no request of the measurement
+            self.requests += 1
+            if getattr(event, "numerical_fault", False):
+                self.numerical_faults += 1
+            if getattr(event, "ok", True):
+                self.output_tokens += getattr(event, "completion_tokens", None) or 0
+                return
+            self.failed_by_reason[getattr(event, "outcome", None) or "failed"] += 1
+            if len(self.request_errors) < 8:
+                self.request_errors.append(getattr(event, "error", None) or getattr(event, "outcome", None)
+                                           or "request failed")
 
     def first_alert(self) -> Alert | None:
         """The root cause: the earliest specific alert in the log, else the earliest alert."""

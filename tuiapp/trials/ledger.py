@@ -1,13 +1,17 @@
 """The ledger: one row per trial, what it proved, saved after every trial.
 
 Each trial is compared with its reference (``baseline`` field: the trial it builds on,
-default the plan's baseline). The verdict is Welch's t test on the per-run decode tok/s
-(tuiapp.common.stats): p < 0.05 says faster or slower, otherwise "within noise"; and a
-difference under ``min_effect_pct`` (default 0.5%) is "within noise" whatever p says,
-because a handful of very steady runs makes even a 0.1% shift "significant". A trial
-that failed, or is slower than its reference beyond noise, is a dead end; one refused by
-preflight was never tried, so it is not (and ``--resume`` tries it again). Rows keep their
-run figures, so a ``--resume``d plan compares new trials with the baseline measured before.
+default the plan's baseline) by tuiapp.bench.verdict, the one owner of verdicts: Welch's
+t test on the per-run decode tok/s, "faster"/"slower" only at p < 0.05 and at least
+``min_effect_pct`` (default 0.5%). A sweep trial is judged at its headline point (the
+plan's ``headline`` load, else the highest load that met the SLO, else the highest load),
+never on a pool of all loads, and point by point with Holm's correction. A trial whose
+measurement is invalid (every request failed, zero output tokens, NaN) has verdict
+"invalid" and can never rank best; one that fails more requests than its reference beyond
+chance is "worse" on errors. A trial that failed, is invalid, slower or worse on errors is a
+dead end; one refused by preflight was never tried, so it is not (and ``--resume`` tries it
+again). Rows keep their run figures, so a ``--resume``d plan compares new trials with the
+baseline measured before.
 """
 
 from __future__ import annotations
@@ -20,17 +24,18 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
+from tuiapp.bench import verdict as judge
 from tuiapp.common import stats
 from tuiapp.common.atomic_write import write_atomic
 from tuiapp.common.difftext import diff_text
 from tuiapp.common.numfmt import NA, gib, num
 from tuiapp.common.redact import mask
-from tuiapp.trials.curves import compare_points, curve_lines
+from tuiapp.trials.acceptance_compare import compare_positions
+from tuiapp.trials.curves import curve_lines
 
 OK = "ok"
 NOT_RUN = "preflight"  # refused before launch: a plan or install problem, not an experiment
-ALPHA = 0.05
-MIN_EFFECT_PCT = 0.5
+MIN_EFFECT_PCT = judge.MIN_EFFECT_PCT
 
 
 class LedgerRow(BaseModel):
@@ -52,6 +57,11 @@ class LedgerRow(BaseModel):
     runs_output_tok_s: list[float] = Field(default_factory=list)
     mean_ttft_s: float | None = None
     accept_length: float | None = None
+    # speculative acceptance per draft position (1 first), pooled and per run, and the Welch
+    # verdict per position against the reference (tuiapp.trials.acceptance_compare)
+    accept_by_position: list[float | None] = Field(default_factory=list)
+    runs_accept_by_position: list[list[float]] = Field(default_factory=list)
+    accept_position_verdicts: list[dict[str, Any]] = Field(default_factory=list)
     startup_s: float | None = None
     peak_mem_bytes: dict[str, int] = Field(default_factory=dict)  # GPU index -> bytes
     pcie_avg_bytes_s: float | None = None  # per GPU, tx + rx, mean over the benchmark
@@ -77,6 +87,13 @@ class LedgerRow(BaseModel):
     points: list[dict[str, Any]] = Field(default_factory=list)
     point_verdicts: list[dict[str, Any]] = Field(default_factory=list)
     crossings: list[str] = Field(default_factory=list)
+    headline: str | None = None  # a sweep trial's headline load ("concurrency=64"): its runs are that point's
+    requests: int = 0  # benchmark requests sent (cancelled ones aside)
+    failed_requests: int = 0
+    errors_by_reason: dict[str, int] = Field(default_factory=dict)  # outcome -> failed requests
+    output_tokens: int | None = None
+    invalid: list[str] = Field(default_factory=list)  # why its measurement cannot be judged
+    error_verdict: str | None = None  # worse | within noise | n/a: failed requests vs its reference
     # The Slurm job behind the row (trials --slurm; tuiapp.slurm.runner.fill_slurm_fields)
     slurm_job_id: str | None = None
     slurm_state: str | None = None  # COMPLETED | FAILED | TIMEOUT | CANCELLED | OUT_OF_MEMORY | NODE_FAIL ...
@@ -86,8 +103,6 @@ class LedgerRow(BaseModel):
     slurm_cancel_after_alert_s: float | None = None  # that incident's alert to scancel's return
     slurm_submit_to_first_token_s: float | None = None
 
-
-GOOD_SHARE = 0.99  # a load "meets the SLO" when this share of its requests met every goal
 
 
 def objective_values(row: LedgerRow, objective: str) -> list[float]:
@@ -107,8 +122,10 @@ def objective_values(row: LedgerRow, objective: str) -> list[float]:
         return []
     if objective == "max_load":
         loads = [float(p.get("concurrency") or p.get("request_rate") or 0) for p in row.points
-                 if (p.get("goodput_share") or 0.0) >= GOOD_SHARE]
-        return [max(loads)] if loads else []
+                 if not p.get("search_probe") and judge.meets_goal(p)[0]]
+        probes = [float(p.get("concurrency") or p.get("request_rate") or 0) for p in row.points
+                  if p.get("search_probe") and judge.meets_goal(p)[0]]
+        return [max(loads + probes)] if loads or probes else []
     raise ValueError(f"unknown objective {objective!r}")
 
 
@@ -156,40 +173,77 @@ class Ledger:
 
     def compare(self) -> None:
         for row in self.rows.values():
-            if row.is_baseline:
-                row.verdict = "baseline" if row.status == OK else None
-                row.dead_end = row.status not in (OK, NOT_RUN)
-                continue
-            row.verdict = row.p_value = row.delta_tok_s = row.delta_pct = None
             ref = self.rows.get(row.baseline) if row.baseline else self.baseline
-            base_runs = ref.runs_decode_tok_s if ref is not None and ref.status == OK else []
-            if row.status == OK and base_runs and row.runs_decode_tok_s:
-                row.verdict = stats.verdict(base_runs, row.runs_decode_tok_s, alpha=ALPHA)
-                if len(base_runs) >= 2 and len(row.runs_decode_tok_s) >= 2:
-                    row.p_value = stats.welch(base_runs, row.runs_decode_tok_s)[2]
-                base_mean = stats.mean(base_runs)
-                row.delta_tok_s = row.mean_decode_tok_s - base_mean
-                row.delta_pct = 100.0 * row.delta_tok_s / base_mean if base_mean else None
-                if row.delta_pct is not None and abs(row.delta_pct) < self.min_effect_pct:
-                    row.verdict = "within noise"
-            row.dead_end = row.status not in (OK, NOT_RUN) or row.verdict == "slower"
+            if row.is_baseline:
+                row.verdict = ("invalid" if row.invalid else "baseline") if row.status == OK else None
+                row.dead_end = row.status not in (OK, NOT_RUN) or bool(row.invalid)
+                continue
+            row.verdict = row.p_value = row.delta_tok_s = row.delta_pct = row.error_verdict = None
             row.point_verdicts, row.crossings = [], []
-            if row.status == OK and row.points and ref is not None and ref.status == OK and ref.points:
-                row.point_verdicts, row.crossings = compare_points(ref.points, row.points)
+            ref_ok = ref is not None and ref.status == OK
+            if row.status == OK and ref_ok and ref.requests and row.requests:  # type: ignore[union-attr]
+                row.error_verdict = judge.error_rate_verdict(ref.failed_requests, ref.requests,  # type: ignore[union-attr]
+                                                             row.failed_requests, row.requests)[0]
+            if row.status == OK and row.invalid:
+                row.verdict = "invalid"
+            elif row.status == OK and ref_ok and row.points and ref.points:  # type: ignore[union-attr]
+                row.point_verdicts = judge.compare_points(ref.points, row.points,  # type: ignore[union-attr]
+                                                          min_effect_pct=self.min_effect_pct)
+                row.crossings = judge.crossings(row.point_verdicts)
+                self._headline_verdict(row, ref)  # type: ignore[arg-type]
+            elif row.status == OK and ref_ok and ref.runs_decode_tok_s and row.runs_decode_tok_s:  # type: ignore[union-attr]
+                c = judge.welch_compare(ref.runs_decode_tok_s, row.runs_decode_tok_s,  # type: ignore[union-attr]
+                                        min_effect_pct=self.min_effect_pct)
+                self._fill_verdict(row, c)
+            row.accept_position_verdicts = (
+                compare_positions(ref.runs_accept_by_position, row.runs_accept_by_position,  # type: ignore[union-attr]
+                                  min_effect_pct=self.min_effect_pct)
+                if row.status == OK and ref_ok and ref.runs_accept_by_position and row.runs_accept_by_position  # type: ignore[union-attr]
+                else [])
+            row.dead_end = (row.status not in (OK, NOT_RUN) or row.verdict in ("slower", "invalid")
+                            or row.error_verdict == "worse")
         for row in self.rows.values():
             row.share_pct = None
             combined = self.rows.get(row.isolates or "")
             if row.knob and combined and combined.delta_tok_s and row.delta_tok_s is not None:
                 row.share_pct = 100.0 * row.delta_tok_s / combined.delta_tok_s
 
+    @staticmethod
+    def _fill_verdict(row: LedgerRow, c: judge.Comparison) -> None:
+        row.verdict = c.verdict
+        row.p_value = c.p_value
+        if c.base_mean is not None and c.new_mean is not None:
+            row.delta_tok_s = c.new_mean - c.base_mean
+            row.delta_pct = 100.0 * row.delta_tok_s / c.base_mean if c.base_mean else None
+
+    def _headline_verdict(self, row: LedgerRow, ref: LedgerRow) -> None:
+        """A sweep trial against its reference at the trial's headline load, on decode tok/s
+        per run there, with Holm's correction over all the loads both curves have."""
+        by_load = judge.compare_points(ref.points, row.points, metric="decode_tok_s", min_effect_pct=self.min_effect_pct)
+        at = next((v for v in by_load if row.headline and _load_key(v) == row.headline), None)
+        if at is None or at["verdict"] == "missing":
+            row.verdict = f"n/a (the reference has no point at {row.headline or 'the headline load'})"
+            return
+        row.verdict, row.p_value = at["verdict"], at["p_value"]
+        if at.get("base_mean") is not None and at.get("new_mean") is not None:
+            row.delta_tok_s = at["new_mean"] - at["base_mean"]
+            row.delta_pct = at["delta_pct"]
+
     def rank(self, objective: str = "decode_tok_s") -> list[LedgerRow]:
         """Rank the rows that ran by their mean ``objective`` (per-run figures), best first; each
-        is compared with the best by Welch's test, so a difference within noise says so."""
+        is compared with the best by tuiapp.bench.verdict.welch_compare, so a difference within
+        noise says so. An invalid row, or one that fails more requests than its reference
+        (error verdict "worse"), can never be best: it ranks after every row that is neither."""
         def runs_of(r: LedgerRow) -> list[float]:
             return objective_values(r, objective)
 
-        ranked = sorted((r for r in self.rows.values() if r.status == OK and runs_of(r)),
-                        key=lambda r: stats.mean(runs_of(r)), reverse=True)
+        def demoted(r: LedgerRow) -> str | None:
+            if r.invalid:
+                return "invalid"
+            return "more errors" if r.error_verdict == "worse" else None
+
+        ran = [r for r in self.rows.values() if r.status == OK and runs_of(r)]
+        ranked = sorted(ran, key=lambda r: (demoted(r) is not None, -(stats.mean(runs_of(r)) or 0.0)))
         for row in self.rows.values():
             row.rank = row.vs_best = None
         if not ranked:
@@ -198,15 +252,17 @@ class Ledger:
         best_mean = stats.mean(runs_of(best))
         for place, row in enumerate(ranked, 1):
             row.rank = place
+            if (why := demoted(row)) is not None:
+                row.vs_best = why
+                continue
             if row is best:
                 row.vs_best = "best"
                 continue
             if objective == "max_load":  # one value a trial: no test, only the order
                 row.vs_best = "lower" if stats.mean(runs_of(row)) < best_mean else "best"
                 continue
-            gap_pct = 100.0 * (best_mean - stats.mean(runs_of(row))) / best_mean if best_mean else 0.0
-            slower = stats.verdict(runs_of(best), runs_of(row), alpha=ALPHA) == "slower"
-            row.vs_best = "slower" if slower and gap_pct >= self.min_effect_pct else "within noise"
+            c = judge.welch_compare(runs_of(best), runs_of(row), min_effect_pct=self.min_effect_pct)
+            row.vs_best = "slower" if c.verdict == "slower" else "within noise"
         return ranked
 
     def attribution(self) -> list[str]:
@@ -311,3 +367,9 @@ def _md_cells(r: LedgerRow) -> list[str]:
 def _atomic_write(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     write_atomic(path, mask(text))
+
+
+def _load_key(point: dict[str, Any]) -> str | None:
+    """"concurrency=64" / "request_rate=8": how a row names its headline load."""
+    load = judge.load_of(point)
+    return None if load is None else f"{load[0]}={load[1]:g}"

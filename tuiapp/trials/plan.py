@@ -80,6 +80,9 @@ class PlanMeta(_Strict):
     name: str = ""
     description: str = ""
     min_effect_pct: float = Field(0.5, ge=0, description="smaller differences are within noise")
+    # a sweep trial's headline load ("concurrency=64", "request_rate=8"): its verdict, rank and
+    # dead-end flag are that point's; default the highest load that met the SLO
+    headline: str | None = Field(None, pattern=r"^(concurrency=\d+|request_rate=\d+(\.\d+)?)$")
 
 
 class PlanSpec(_Strict):
@@ -141,6 +144,7 @@ class Plan:
     trials: list[TrialConfig]
     knob_groups: dict[str, str] = field(default_factory=dict)  # canonical key -> knob name
     min_effect_pct: float = 0.5
+    headline: str | None = None  # [plan] headline: a sweep trial's headline load
     search: SearchMeta | None = None  # [search]: the combinations are the last trials
     slurm: SlurmSpec | None = None  # [slurm]
 
@@ -273,7 +277,7 @@ def _resolve(spec: PlanSpec, text: str, path: Path) -> Plan:
         search = SearchMeta(objective=spec.search.objective, budget_s=spec.search.budget_s, names=tuple(names))
     return Plan(path=path, name=spec.plan.name or path.stem, description=spec.plan.description,
                 baseline=baseline, trials=trials, knob_groups=knob_groups,
-                min_effect_pct=spec.plan.min_effect_pct, search=search, slurm=spec.slurm)
+                min_effect_pct=spec.plan.min_effect_pct, headline=spec.plan.headline, search=search, slurm=spec.slurm)
 
 
 def _knob_key(key: str) -> str:

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from tuiapp.bench.verdict import headline_point, invalid_reasons, load_of
 from tuiapp.bus import EventBus
 from tuiapp.events import BenchState, Note, TrialResult, TrialState, _Event
 from tuiapp.trials.acceptance_compare import pooled_by_position, runs_by_position
@@ -359,14 +360,27 @@ class PlanRunner:
         row.alerts = [{"kind": a.alert_kind, "message": a.message, "ranks": a.ranks, "line": a.first_line}
                       for a in collector.alerts.values()]
         row.runs_decode_tok_s = collector.run_tok_s()
-        fill_run_stats(row)
-        # a sweep or open loop: a curve to compare (a single closed-loop point is the row itself)
+        row.runs_output_tok_s = collector.run_output_tok_s()
+        row.mean_output_tok_s = collector.mean_output_tok_s()
+        # a sweep or open loop: a curve to compare (a single closed-loop point is the row itself),
+        # and its headline point's runs are the row's: never a pool of all loads
         if len(collector.points) > 1 or any(p.request_rate is not None for p in collector.points):
             from tuiapp.bench.points import point_summary
 
             row.points = [point_summary(p) for p in collector.points]
-        row.mean_output_tok_s = collector.mean_output_tok_s()
-        row.runs_output_tok_s = collector.run_output_tok_s()
+            head = headline_point(row.points, self.plan.headline)
+            row.runs_decode_tok_s = [float(x) for x in (head or {}).get("decode_tok_s_runs") or []]
+            row.runs_output_tok_s = [float(x) for x in (head or {}).get("output_tok_s_runs") or []]
+            row.mean_output_tok_s = (head or {}).get("output_tok_s")
+            load = load_of(head) if head is not None else None
+            row.headline = f"{load[0]}={load[1]:g}" if load is not None else None
+        fill_run_stats(row)
+        row.requests = collector.requests
+        row.failed_requests = sum(collector.failed_by_reason.values())
+        row.errors_by_reason = dict(sorted(collector.failed_by_reason.items()))
+        row.output_tokens = collector.output_tokens if collector.requests else None
+        row.invalid = invalid_reasons(requests=row.requests, failed=row.failed_requests, output_tokens=row.output_tokens,
+                                      runs=len(collector.runs), numerical_faults=collector.numerical_faults)
         row.mean_ttft_s = collector.mean_ttft_s()
         row.accept_length = collector.accept_length()
         row.accept_by_position = pooled_by_position(collector.accept_runs())
