@@ -7,7 +7,7 @@ import time
 import pytest
 from session_helpers import idle  # tests/ is on the path
 
-from tuiapp.events import GpuSample, ServerInfo, ServerStats
+from tuiapp.events import GpuSample, RequestDone, ServerInfo, ServerStats
 from tuiapp.session import Session
 from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.widgets.gpu_table import GpuTable
@@ -56,6 +56,7 @@ async def test_a_changed_figure_refreshes_within_its_interval(pilot):
     panel = app.dashboard.query_one(ThroughputPanel)
     panel.paint(force=True)
     calls = _count_refreshes(panel)
+    app.store.apply(RequestDone(run_index=0, request_index=0))  # the figure is this session's
     app.store.apply(ServerStats(source="metrics", gen_throughput_tok_s=88.0))
     panel.paint()
     assert calls[0] == 0  # painted (forced) a moment ago: held back
@@ -98,6 +99,7 @@ async def test_a_changed_panel_is_rendered_once_per_paint(pilot):
 
     type(panel).render.__wrapped__ = counting  # the wrapper calls whatever it wraps
     try:
+        app.store.apply(RequestDone(run_index=0, request_index=0))  # the figure is this session's
         app.store.apply(ServerStats(source="metrics", gen_throughput_tok_s=77.0))
         panel._painted_s = 0.0
         panel.paint()

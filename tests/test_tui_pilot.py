@@ -345,7 +345,7 @@ async def test_log_tail_hides_our_polling_requests_until_a_is_pressed():
         for k, text in enumerate(lines):
             session.bus.publish(LogLine(t_s=1000.0 + k, line_no=k + 1, text=text))
         await settle(pilot, len(lines))
-        tail = app.dashboard.query_one(LogTail)
+        tail = app.dashboard.query_one("#log", LogTail)  # one server, 80 columns: the log under the charts
         shown = str(tail.render())
         assert "POST /generate" in shown and "Decode batch" in shown
         assert "/server_info" not in shown and "/metrics" not in shown and "/health" not in shown

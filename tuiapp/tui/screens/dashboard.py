@@ -47,7 +47,8 @@ TOGGLABLE = {"perf": "throughput/acceptance/latency/curves", "gpus": "GPUs", "al
 
 class DashboardScreen(Screen):
     BINDINGS = [Binding("a", "toggle_polling", "Polling", show=False)]
-    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (120, "-wide")]
+    # two columns from 150: below it a four-panel perf row beside a 60-column ledger cuts its figures
+    HORIZONTAL_BREAKPOINTS = [(0, "-narrow"), (150, "-wide")]
     VERTICAL_BREAKPOINTS = [(0, "-short"), (36, "-tall")]
 
     def __init__(self, store: DashboardStore, session: SessionView, events: Subscription) -> None:
@@ -66,8 +67,8 @@ class DashboardScreen(Screen):
                 with Horizontal(id="perf"):
                     yield ThroughputPanel(s, id="throughput")
                     yield AcceptancePanel(s, id="acceptance")
-                    yield LatencyPanel(s, id="latency")
                     yield SpecPositionsPanel(s, id="spec-positions")  # shown once speculation is known
+                    yield LatencyPanel(s, id="latency")
                     yield ServerPanel(s, id="server-row")  # narrow screens and one column (CSS picks one)
                 yield CurvePanel(s, id="curve")
                 yield GpuTable(s, id="gpus")
@@ -84,7 +85,6 @@ class DashboardScreen(Screen):
     def on_mount(self) -> None:
         banded_update.install(self)  # a frame renders the rows it sends, not the screen
         self.query_one("#throughput").border_title = "throughput"
-        self.query_one("#acceptance").border_title = "acceptance"
         self.query_one("#latency").border_title = "latency ms"
         for server in self.query(ServerPanel):
             server.border_title = "server now"

@@ -81,6 +81,8 @@ class ThroughputPanel(_PerfPanel):
                        (num(sd, '.2f'), "value"), (f"  n={n}", "muted"), ("  ci95 ", "label"),
                        (f"{ci95[0]:.1f}–{ci95[1]:.1f}" if ci95 else fmt.NA, "value")),
         ]
+        if req is not None and not req.ok:  # why, not just that: the latest failure's reason
+            lines.append(self._line(("failed: ", "error"), (req.error or "unknown", "error")))
         rows = max(1, self.size.height - len(lines))
         if rows >= 4 and len(s.server_tok_s) > 0:
             run_rows = max(1, rows // 2)
@@ -103,6 +105,10 @@ class AcceptancePanel(_PerfPanel):
     """Speculative decoding: accepted tokens per verify step and the accept rate."""
 
     panel_key = "acceptance"
+
+    def on_resize(self) -> None:
+        # the whole word where it fits: a title cut with an ellipsis names nothing
+        self.border_title = "acceptance" if self.size.width >= 14 else "accept"
 
     def render(self) -> Text:
         s = self.store
@@ -129,15 +135,21 @@ class LatencyPanel(_PerfPanel):
         s = self.store
         window = s.latency
         pct = window.percentiles_ms()
-        wide = self.size.width >= 27  # p90 joins when it fits
-        cols = (0, 1, 2) if wide else (0, 2)
+        width = self.size.width
+        w = 6 if width >= 17 else 5  # a column: "  55.4" or " 55.4"
+        cols = (0, 1, 2) if width >= 5 + 3 * w else (0, 2)  # p90 joins when it fits
+        if width < 15:
+            w = 5
         names = ("p50", "p90", "p99")
-        head = self._line(("ms   ", "label"), *((f"{names[c]:>6}", "label") for c in cols),
-                          (f"  n={len(window)}", "muted"))
+        label_w = 5 if width >= 15 else 4
+        count = f"  n={len(window)}"
+        fits = label_w + w * len(cols) + len(count) <= width  # an overflow would cut p99, not n
+        head = self._line((f"{'ms':<{label_w}}", "label"), *((f"{names[c]:>{w}}", "label") for c in cols),
+                          (count if fits else "", "muted"))
         lines = [head]
         for name, tone in (("TTFT", "spark"), ("TPOT", "rx"), ("E2E", "label")):
-            lines.append(self._line((f"{name:<5}", tone), *((f"{num(pct[name][c], '.0f' if (pct[name][c] or 0) >= 100 else '.1f'):>6}",
-                                                            "value") for c in cols)))
+            cells = [num(v, ".0f" if v is None or v >= 100 else ".1f") for v in (pct[name][c] for c in cols)]
+            lines.append(self._line((f"{name:<{label_w}}", tone), *((f"{cell:>{w}}", "value") for cell in cells)))
         if not len(window):
             lines[1:] = [self._line(("no request back yet", "muted"))]
         rows = max(1, self.size.height - len(lines))
