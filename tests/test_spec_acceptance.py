@@ -79,7 +79,10 @@ def test_a_run_pools_its_requests_histograms():
                       spec_accept_histogram=[0, 0, 2], spec_cap_histogram=None)
     run = run_event(0, [a, b], 1.0, 2, None)
     assert run.spec_accept_histogram == [1, 1, 4]
-    assert run.spec_cap_histogram is None  # b's steps have no caps: pooling caps would miscount
+    # b came without caps: its 2 steps had the full budget, so the pooled caps still count every step
+    assert run.spec_cap_histogram == [0, 2, 4]
+    from_runs = acceptance.pool_pairs([([1, 1], None), ([0, 0], None)])
+    assert from_runs == ([1, 1], None)  # no caps anywhere: none invented
 
 
 COUNTERS = """\

@@ -50,6 +50,7 @@ def run_event(run_index: int, done: list[RequestResult], wall_s: float, concurre
     verify = sum(r.spec_verify_ct or 0 for r in good if r.accept_length is not None)
     spec_tokens = sum(r.completion_tokens or 0 for r in good if r.spec_verify_ct and r.accept_length is not None)
     rates = [r.accept_rate for r in good if r.accept_rate is not None]
+    hist, caps = acceptance.pool_pairs((r.spec_accept_histogram, r.spec_cap_histogram) for r in good)
     return RunDone(
         run_index=run_index,
         requests=len(done),
@@ -65,10 +66,8 @@ def run_event(run_index: int, done: list[RequestResult], wall_s: float, concurre
         # token-weighted, as the server computes it: tokens / verify steps over the run
         accept_length=spec_tokens / verify if verify else stats.mean([r.accept_length for r in good if r.accept_length is not None]),
         accept_rate=stats.mean(rates),
-        spec_accept_histogram=acceptance.pool(r.spec_accept_histogram for r in good),
-        # caps pool only when every histogram came with them (else they count other steps)
-        spec_cap_histogram=(acceptance.pool(r.spec_cap_histogram for r in good)
-                            if all(r.spec_cap_histogram for r in good if r.spec_accept_histogram) else None),
+        spec_accept_histogram=hist,
+        spec_cap_histogram=caps,
         trial=trial,
     )
 

@@ -75,6 +75,29 @@ def pool(histograms: Iterable[Sequence[int] | None]) -> list[int] | None:
     return out
 
 
+def pool_pairs(pairs: Iterable[tuple[Sequence[int] | None, Sequence[int] | None]]) -> tuple[list[int] | None, list[int] | None]:
+    """(accepted, caps) histograms of several requests or runs, pooled. Where some came with
+    caps and others without, the others' steps count as having had the longest budget seen
+    (no caps: every step could propose them all); with no caps at all, caps stay None."""
+    accepted: list[int] | None = None
+    caps: list[int] | None = None
+    uncapped = 0
+    for h, c in pairs:
+        if not h:
+            continue
+        accepted = add(accepted, h)
+        if c and sum(c) == sum(h):
+            caps = add(caps, c)
+        else:
+            uncapped += sum(h)
+    if caps is None or accepted is None:
+        return accepted, None
+    top = max(len(accepted), len(caps)) - 1
+    caps = caps + [0] * (top + 1 - len(caps))
+    caps[top] += uncapped
+    return accepted, caps
+
+
 def _usable_caps(accepted: Sequence[int], caps: Sequence[int] | None) -> Sequence[int] | None:
     # a cap histogram counts the same verify steps; one that does not is no reading
     if not caps or sum(caps) != sum(accepted):
@@ -129,22 +152,17 @@ def window_length(d_generated_tokens: float, d_verify_calls: float) -> float | N
 class Tally:
     """Histograms pooled as they arrive (a trial's requests): what a live view keeps."""
 
-    __slots__ = ("accepted", "caps", "caps_complete", "requests")
+    __slots__ = ("accepted", "caps", "requests")
 
     def __init__(self) -> None:
         self.accepted: list[int] | None = None
         self.caps: list[int] | None = None
-        self.caps_complete = True  # every histogram so far came with its caps
         self.requests = 0
 
     def add(self, accepted: Sequence[int] | None, caps: Sequence[int] | None = None) -> bool:
         if not accepted:
             return False
-        self.accepted = add(self.accepted, accepted)
-        if caps:
-            self.caps = add(self.caps, caps)
-        else:
-            self.caps_complete = False
+        self.accepted, self.caps = pool_pairs([(self.accepted, self.caps), (accepted, caps)])
         self.requests += 1
         return True
 
@@ -153,4 +171,4 @@ class Tally:
         return sum(self.accepted) if self.accepted else 0
 
     def positions(self) -> list[PositionRate]:
-        return per_position(self.accepted, self.caps if self.caps_complete else None)
+        return per_position(self.accepted, self.caps)

@@ -27,6 +27,7 @@ from tuiapp.events import (
     TrialState,
     _Event,
 )
+from tuiapp.record.acceptance_section import acceptance_section
 from tuiapp.record.curves import POINT_HEAD, curve_chart, point_rows
 from tuiapp.record.findings import findings, per_trial_section, phases, trial_facts
 from tuiapp.record.markdown import Markup, code_block, code_span, fold, hms, table, text
@@ -243,6 +244,8 @@ def build_report(rec: Recording, chart_name: Callable[[str], str], folded: Fold 
     else:
         lines += ["No benchmark run completed in this recording.", ""]
 
+    lines += ["## Speculative acceptance per draft position", "", *acceptance_section(rec.events)]
+
     points = [e for e in rec.events if isinstance(e, PointDone)]
     curve_svgs: dict[str, str] = {}
     if points:
@@ -258,7 +261,8 @@ def build_report(rec: Recording, chart_name: Callable[[str], str], folded: Fold 
     if alerts:
         lines += table(
             ["time", "kind", "severity", "ranks", "log line", "source", "message"],
-            [[hms(a.t_s - rec.start_t_s), a.alert_kind, a.severity, ",".join(map(str, a.ranks)) or "-",
+            [[hms(a.t_s - rec.start_t_s), a.alert_kind, a.severity,
+              ",".join(map(str, a.ranks)) or ("DP " + ",".join(map(str, a.dp_ranks)) if a.dp_ranks else "-"),
               str(a.first_line) if a.first_line is not None else "-", a.source, a.message] for a in alerts],
         ) + [""]
         for a in alerts:

@@ -24,13 +24,16 @@ class SynthTrial:
     name: str
     decode_tok_s: float
     accept_length: float | None = None
+    # per request: verify steps that accepted 0, 1, 2, 3 drafts (meta_info.spec_accept_histogram)
+    accept_histogram: tuple[int, ...] | None = None
     pcie_gb_s: float = 0.4
     failure: str | None = None  # alert kind raised half-way, ending the trial
 
 
 CAMPAIGN = (
     SynthTrial("baseline", 89.5),
-    SynthTrial("eagle3", 54.0, accept_length=2.4, pcie_gb_s=6.0),
+    # conditional acceptance 0.75, 0.6, 0.45 per position: 107 steps a 256-token request, 2.40 tokens a step
+    SynthTrial("eagle3", 54.0, accept_length=2.4, accept_histogram=(27, 32, 26, 22), pcie_gb_s=6.0),
     SynthTrial("custom-ar-pcie", 38.0, pcie_gb_s=11.0),
     SynthTrial("ep-flashinfer-a2a", 70.0, failure="oom"),
 )
@@ -137,14 +140,17 @@ def campaign_events(
             yield ev.RequestDone(t_s=t, run_index=run_index, request_index=len(requests_in_run) - 1, prompt_tokens=30,
                               completion_tokens=completion, ttft_s=0.045, tpot_s=1 / rate, e2e_s=e2e,
                               decode_tok_s=rate, chunks=completion, tokens_per_chunk=1.0,
-                              accept_length=trial.accept_length, finish_reason="length")
+                              accept_length=trial.accept_length, finish_reason="length",
+                              spec_verify_ct=sum(trial.accept_histogram) if trial.accept_histogram else None,
+                              spec_accept_histogram=list(trial.accept_histogram) if trial.accept_histogram else None)
             next_request += e2e
             if len(requests_in_run) == 5:
                 decode = sum(requests_in_run) / 5
                 runs_of_trial.append(decode)
                 yield ev.RunDone(t_s=t, run_index=run_index, requests=5, duration_s=t - run_start,
                               decode_tok_s=decode, output_tok_s=decode * 0.985, ttft_s=0.045, tpot_s=1 / decode,
-                              accept_length=trial.accept_length, trial=trial.name)
+                              accept_length=trial.accept_length, trial=trial.name,
+                              spec_accept_histogram=[5 * h for h in trial.accept_histogram] if trial.accept_histogram else None)
                 run_index += 1
                 run_start = t
                 requests_in_run = []

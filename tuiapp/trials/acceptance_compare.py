@@ -29,10 +29,7 @@ def runs_by_position(runs: Iterable[tuple[Sequence[int] | None, Sequence[int] | 
 
 def pooled_by_position(runs: Iterable[tuple[Sequence[int] | None, Sequence[int] | None]]) -> list[float | None]:
     """Per position, the acceptance of all the runs' verify steps together."""
-    runs = list(runs)
-    hist = acceptance.pool(h for h, _c in runs)
-    caps = acceptance.pool(c for _h, c in runs) if all(c for h, c in runs if h) else None
-    return [p.rate for p in acceptance.per_position(hist, caps)]
+    return [p.rate for p in acceptance.per_position(*acceptance.pool_pairs(runs))]
 
 
 def compare_positions(base: Sequence[Sequence[float]], new: Sequence[Sequence[float]], *,
