@@ -18,6 +18,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from tuiapp.server import flag_renames, serve_cli
 from tuiapp.server.launchers import NotChecked, find_launcher
 
 Severity = Literal["error", "warning", "note"]
@@ -36,39 +37,8 @@ class Problem:
         return f"{self.severity}: {self.message}{hint}"
 
 
-# Spellings that changed between SGLang versions, both directions: the old spelling on a
-# new server and the new spelling on an old one. Value: (replacement as typed, why). A
-# replacement is offered only when its first flag exists in the checked server's help.
-RENAMES: dict[str, tuple[str | None, str]] = {
-    "--cuda-graph-max-bs": ("--cuda-graph-max-bs-decode", "split into -decode/-prefill in SGLang 0.5.23"),
-    "--cuda-graph-bs": ("--cuda-graph-bs-decode", "split into -decode/-prefill in SGLang 0.5.23"),
-    "--disable-cuda-graph": (
-        "--disable-decode-cuda-graph --disable-prefill-cuda-graph",
-        "deprecated in SGLang 0.5.23",
-    ),
-    "--enable-flashinfer-allreduce-fusion": (
-        "--flashinfer-allreduce-fusion-backend auto",
-        "deprecated in SGLang 0.5.23",
-    ),
-    "--enable-dp-attention": ("--attn-dp-size", "replaced by --attn-dp-size N in SGLang 0.5.23"),
-    "--model": ("--model-path", "older SGLang has only --model-path"),
-    "--speculative-draft-model": ("--speculative-draft-model-path", "older SGLang has only the -path spelling"),
-    "--tensor-parallel-size": ("--tp-size", "older SGLang has only --tp-size"),
-    # new spellings on an older server
-    "--cuda-graph-max-bs-decode": ("--cuda-graph-max-bs", "SGLang before 0.5.23 has one --cuda-graph-max-bs"),
-    "--cuda-graph-bs-decode": ("--cuda-graph-bs", "SGLang before 0.5.23 has one --cuda-graph-bs"),
-    "--cuda-graph-max-bs-prefill": (None, "SGLang before 0.5.23 has no prefill CUDA graphs; drop it"),
-    "--cuda-graph-bs-prefill": (None, "SGLang before 0.5.23 has no prefill CUDA graphs; drop it"),
-    "--disable-decode-cuda-graph": ("--disable-cuda-graph", "SGLang before 0.5.23 has one --disable-cuda-graph"),
-    "--flashinfer-allreduce-fusion-backend": (
-        "--enable-flashinfer-allreduce-fusion",
-        "SGLang before 0.5.23 has a boolean --enable-flashinfer-allreduce-fusion",
-    ),
-    "--attn-dp-size": ("--enable-dp-attention", "SGLang before 0.5.23: --enable-dp-attention with --dp-size N"),
-}
-
-# Deprecated shims SGLang 0.5.23 still accepts (maybe hidden from --help): a warning, not an error.
-DEPRECATED_SHIMS = {"--disable-cuda-graph", "--enable-flashinfer-allreduce-fusion", "--enable-dp-attention"}
+# Spellings that changed between SGLang versions, with the PR of each: tuiapp.server.flag_renames.
+RENAMES, DEPRECATED_SHIMS = flag_renames.RENAMES, flag_renames.DEPRECATED_SHIMS
 
 _PYTHON = re.compile(r"^(python|pypy)[\d.]*$")
 _PY_OPTS_WITH_ARG = {"-W", "-X", "-Q"}
@@ -184,13 +154,8 @@ def missing_required(flags: list[str], text: str) -> list[Problem]:
 
 
 def _rename(flag: str, options: dict[str, str]) -> tuple[str | None, str] | None:
-    entry = RENAMES.get(flag)
-    if entry is None:
-        return None
-    replacement, why = entry
-    if replacement is not None and replacement.split()[0] not in options:
-        return None
-    return replacement, why
+    found = flag_renames.rename_for(flag, options)
+    return (found.replacement, found.text) if found is not None else None
 
 
 def _closest(flag: str, options: dict[str, str]) -> str | None:
@@ -217,7 +182,7 @@ def check_flags(flags: list[str], options: dict[str, str]) -> list[Problem]:
             # argparse accepts a unique prefix; harmless unless the user meant an old flag
             # that now silently becomes a different one.
             if flag in RENAMES:
-                why = RENAMES[flag][1]
+                why = rename[1] if rename is not None else flag_renames.first_reason(flag)
                 problems.append(Problem(
                     "warning", flag,
                     f"{flag} is not an option here; argparse reads it as {candidates[0]} ({why})",
@@ -327,6 +292,10 @@ def preflight(argv: list[str], *, timeout_s: float = 60, classify: Classify | No
     if isinstance(found, NotChecked):
         return [Problem("note", "", f"preflight skipped: {found.reason}; the flags are not checked")]
     command, flags = found.help_command, found.flags
+    backend = None
+    if found.name == "sglang serve":
+        # its own selector and positional model path, which the server's parser never sees
+        flags, backend = serve_cli.serve_flags(flags)
     shown = " ".join(command)
     try:
         code, out = run_help(command, timeout_s=timeout_s)
@@ -335,6 +304,12 @@ def preflight(argv: list[str], *, timeout_s: float = 60, classify: Classify | No
             return [_remote_unchecked(found.remote, f"cannot run {command[0]!r} here: {exc.strerror or exc}")]
         hint = "is SGLang installed in this environment?" if isinstance(exc, (FileNotFoundError, PermissionError)) else None
         return [Problem("error", "", f"cannot run the server command {command[0]!r}: {exc.strerror or exc}", hint)]
+    if backend is not None and code == 0:
+        section = serve_cli.help_section(out, backend)
+        if section is None:
+            return [Problem("note", "--model-type", f"preflight skipped: --model-type {backend} is a serve backend "
+                                                    "whose flags this help does not print; the flags are not checked")]
+        out = section  # `sglang serve --help` prints the diffusion server's flags too: only this backend's count
     options = parse_help(out) if code == 0 else {}
     if code is None:
         if found.remote:
