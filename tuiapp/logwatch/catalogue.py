@@ -18,6 +18,9 @@ import orjson
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.json")
 MIN_HEAD_CHARS = 14  # shorter heads ("Error: ", "Failed to ") say too little on their own
 MIN_HEAD_WORDS = 2
+# logged at error level, but the diagnostics of a failure another line reports (the
+# scheduler watchdog's stack dump comes just before its timeout line)
+NOT_A_FAILURE = ("Pyspy ", "py-spy ")
 
 
 @functools.cache
@@ -31,7 +34,7 @@ def _index() -> dict[str, tuple[str, ...]]:
         if t.get("level") not in ("error", "critical", "exception", "fatal"):
             continue
         head = t.get("head", "")
-        if len(head) < MIN_HEAD_CHARS or len(head.split()) < MIN_HEAD_WORDS:
+        if len(head) < MIN_HEAD_CHARS or len(head.split()) < MIN_HEAD_WORDS or head.startswith(NOT_A_FAILURE):
             continue
         by_word.setdefault(head.split(" ", 1)[0], set()).add(head)
     # longest first: the most specific template decides

@@ -212,9 +212,11 @@ class Finding:
     line_index: int = 0  # which line of the record the message came from
     specific: int = 1  # crash findings: how much the message says about the death
     death: Finding | None = None  # the same record also shows the process dying
-    # a consequence of another failure (a c10 line after the collective it reports, the
-    # launcher's EOFError after a death, a 500 answered for it): joins that incident if open
-    knock_on: bool = False
+    # a consequence of another failure, joining that incident if one is open: "cause" (a c10
+    # line after the collective it reports, the launcher's EOFError after a death, a 500
+    # answered for it), "death" (what the generic layer read, within a death's aftermath:
+    # the launcher's diagnostics after a child died)
+    knock_on: str = ""
 
 
 def clean(line: str) -> str:
@@ -351,6 +353,10 @@ def _ungroup(body: list[str]) -> list[str]:
     return out
 
 
+# a request the server turned down as the client's mistake (a 400) is not a server failure
+_CLIENT_ERROR_RE = re.compile(
+    r".*(?:is longer than the model's (?:context|maximum)|exceeds the maximum allowed|[Ii]nput length \(|"
+    r"max_(?:new_)?tokens|[Ii]nvalid request|[Bb]ad [Rr]equest|[Uu]nsupported (?:value|parameter|model))")
 _KNOCK_ON_EXC = ("EOFError", "BrokenPipeError", "ConnectionResetError", "ConnectionRefusedError")
 
 
@@ -374,7 +380,7 @@ def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule
             # c10's own error level; the process group's lines belong to the collective burst
             return (_GLOO_RULE.prio, _GLOO_RULE, idx, line) if _C10_COLLECTIVE in m.group(0) else (
                 _GENERIC_RULE.prio, _GENERIC_RULE, idx, line)
-        if generic_error(line) or known_error(line):
+        if (generic_error(line) or known_error(line)) and not _CLIENT_ERROR_RE.match(line):
             return (_GENERIC_RULE.prio, _GENERIC_RULE, idx, line)
     return None
 
@@ -451,9 +457,11 @@ def classify(body: list[str]) -> Finding | None:
     incomplete = rule.kind == "error" and final is None and has_tb
     f = Finding(rule.kind, rule.severity, message, signature, ranks, final is not None, aliases, incomplete,
                 idx, rule.specific)
-    f.knock_on = rule is _GLOO_RULE and best is not None and best[1] is _GLOO_RULE and idx < len(body) and (
-        _C10_COLLECTIVE in body[idx][:80]) or rule.kind == "request" or (
-        rule.kind == "error" and _knock_on_traceback(body, message))
+    if (rule is _GLOO_RULE and idx < len(body) and _C10_COLLECTIVE in body[idx][:80]) or rule.kind == "request" or (
+            rule.kind == "error" and _knock_on_traceback(body, message)):
+        f.knock_on = "cause"
+    elif rule is _GENERIC_RULE:
+        f.knock_on = "death"
     if death is not None and rule.kind != "crash":
         _, drule, didx, dline = death
         f.death = Finding("crash", "error", dline.strip()[:_MAX_MESSAGE], "crash", list(ranks),

@@ -156,6 +156,8 @@ class AlertGrouper:
         """The open incident a knock-on belongs to: the collective burst a c10 line follows,
         the failure a 500 was answered for in the same second, the death (or error) a
         launcher's or web server's traceback came after."""
+        if f.knock_on == "death":
+            return self._latest(lambda i: i.kind == "crash", log_t, wall_s, CONSEQUENCE_S)
         if f.kind == "nccl":
             return self._latest(lambda i: i.kind == "nccl", log_t, wall_s, self.window_s)
         if f.kind == "request":
