@@ -32,6 +32,8 @@ async def test_acceptance_panel_folds_without_speculation_and_no_screen_restyle(
 
         await publish(pilot, session.bus, ServerInfo(url=URL, version="0.5.23", speculative_algorithm="EAGLE3"))
         await pilot.pause()
-        # back, with the per-position panel beside it (tests/test_tui_spec_positions.py)
-        assert panel.display and throughput.size.width < wide
+        # back, with the per-position panel under it in the same column (tests/test_tui_spec_positions.py)
+        positions = screen.query_one("#spec-positions")
+        assert panel.display and throughput.size.width == wide
+        assert positions.region.x == panel.region.x and positions.region.y > panel.region.y
         assert restyles == []  # the screen was never restyled for it

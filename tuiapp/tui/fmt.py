@@ -126,7 +126,7 @@ def short(value: float) -> str:
 
 def axis_chart(values: Sequence[float | None], width: int, height: int, name: str,
                *, scale: float = 1.0, unit: str = "", floor: float | None = None,
-               label_w: int = 0) -> list[tuple[str, str]]:
+               ceiling: float | None = None, label_w: int = 0) -> list[tuple[str, str]]:
     """A block chart with a labelled y axis: ``(axis, bars)`` per row, top row first.
 
     The axis shows the top of the scale on the first row and its bottom on the last (in
@@ -141,7 +141,7 @@ def axis_chart(values: Sequence[float | None], width: int, height: int, name: st
         floor = zoom_floor(tail[-max(width, 1):])
     if not known:
         return [(name, " " * max(0, width - len(name) - 1))]
-    high = max(known[-max(width, 1):])
+    high = max(known[-max(width, 1):]) if ceiling is None else ceiling
     low = floor if floor is not None else min(known)
     top, bottom = short(high * scale) + unit, short(low * scale) + unit
     if height <= 1:

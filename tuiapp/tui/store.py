@@ -91,6 +91,9 @@ class DashboardStore:
         # what a tuner looks at first: the server's queue and KV cache now, this trial's
         # latency percentiles, request rate and errors by reason (a new trial or point starts empty)
         self.server_load: ServerStats | None = None  # the latest with running/queued/KV figures
+        self.running_reqs: deque[float | None] = deque(maxlen=HISTORY)
+        self.queue_reqs: deque[float | None] = deque(maxlen=HISTORY)
+        self.kv_usage: deque[float | None] = deque(maxlen=HISTORY)
         self.metrics_seen = False  # /metrics answered with scheduler gauges
         self.metrics_absent: str | None = None  # why /metrics gives nothing (a Note said so)
         self.latency = LatencyWindow()
@@ -151,8 +154,9 @@ class DashboardStore:
         return [self.alerts[key] for key in reversed(self.alert_order)]
 
     def run_stats(self) -> tuple[float | None, float | None, tuple[float, float] | None, int]:
-        """(mean, sd, ci95, n) of decode tok/s over the current trial's runs."""
-        if self.summary is not None and self.summary.trial == self._trial_of_runs():
+        """(mean, sd, ci95, n) of decode tok/s over the current trial's runs (in a sweep, those
+        at the current load: the summary pools loads, so it is not used there)."""
+        if self.summary is not None and self.summary.trial == self._trial_of_runs() and not self.points:
             s = self.summary
             return s.mean_decode_tok_s, s.sd_decode_tok_s, s.ci95_decode_tok_s, s.runs
         values = [r.decode_tok_s for r in self.trial_runs if r.decode_tok_s is not None]
@@ -315,6 +319,9 @@ class DashboardStore:
     def _on_ServerStats(self, ev: ServerStats) -> None:
         if ev.running_reqs is not None or ev.queue_reqs is not None or ev.token_usage is not None:
             self.server_load = ev
+            self.running_reqs.append(ev.running_reqs)
+            self.queue_reqs.append(ev.queue_reqs)
+            self.kv_usage.append(ev.token_usage)
             if ev.source == "metrics":
                 self.metrics_seen = True
             self._bump("server")
@@ -366,7 +373,8 @@ class DashboardStore:
         self._bump("throughput", "latency")
 
     def _on_RunDone(self, ev: RunDone) -> None:
-        if self.trial_runs and self.trial_runs[-1].trial != ev.trial:
+        # mean and sd are of one trial's runs at one load (a sweep's loads are not one sample)
+        if self.trial_runs and (self.trial_runs[-1].trial, self.trial_runs[-1].point_index) != (ev.trial, ev.point_index):
             self.trial_runs = []
         self.trial_runs.append(ev)
         self.last_run = ev
@@ -429,7 +437,8 @@ class DashboardStore:
             # A new trial: its "now" figures start empty (a gap in every series), so the
             # previous trial's acceptance is never read as this one's.
             for series in (self.request_tok_s, self.server_tok_s, self.accept_length,
-                           self.accept_rate, self.ttft_s, self.tpot_s):
+                           self.accept_rate, self.ttft_s, self.tpot_s, self.running_reqs, self.queue_reqs,
+                           self.kv_usage):
                 series.append(None)
             self.server_has_acceptance = False
             self.spec_tally = acceptance.Tally()

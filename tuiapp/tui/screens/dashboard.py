@@ -66,8 +66,9 @@ class DashboardScreen(Screen):
             with Vertical(id="left"):
                 with Horizontal(id="perf"):
                     yield ThroughputPanel(s, id="throughput")
-                    yield AcceptancePanel(s, id="acceptance")
-                    yield SpecPositionsPanel(s, id="spec-positions")  # shown once speculation is known
+                    with Vertical(id="spec"):  # acceptance over acceptance per position: one column
+                        yield AcceptancePanel(s, id="acceptance")
+                        yield SpecPositionsPanel(s, id="spec-positions")  # shown once speculation is known
                     yield LatencyPanel(s, id="latency")
                     yield ServerPanel(s, id="server-row")  # narrow screens and one column (CSS picks one)
                 yield CurvePanel(s, id="curve")
@@ -98,6 +99,7 @@ class DashboardScreen(Screen):
         self._alerts = self.query_one(AlertList)
         self._acceptance = self.query_one(AcceptancePanel)
         self._spec_positions = self.query_one(SpecPositionsPanel)
+        self._spec_column = self.query_one("#spec")
         self._panels.append(self._spec_positions)
         self._run_panels = list(self.query("#throughput, #acceptance, #latency, #curve"))
         self._ledger = self.query_one(LedgerTable)
@@ -189,6 +191,9 @@ class DashboardScreen(Screen):
             if self._acceptance.has_class("-spec-off") != spec_off:
                 self._acceptance.set_class(spec_off, "-spec-off")
             self._spec_positions.sync_shown()
+            column_off = spec_off and not self._spec_positions.has_class("-shown")
+            if self._spec_column.has_class("-spec-off") != column_off:  # the others share the row
+                self._spec_column.set_class(column_off, "-spec-off")
             ledger = self._ledger
             # At 80x24 a row of the ledger is worth more than its column titles.
             show_header = not (self.has_class("-short") and self.has_class("-narrow"))

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rich.text import Text
 
 from tuiapp.tui import fmt
+from tuiapp.tui.figures import point_note
 from tuiapp.tui.widgets.panel import Panel
 
 _TONE = {"info": "value", "warning": "warn", "error": "error"}
@@ -14,15 +15,20 @@ class NotesBar(Panel):
     panel_key = "notes"
 
     def paint(self, force: bool = False) -> None:
-        if self.display != bool(self.store.notes):
-            self.display = bool(self.store.notes)
+        shown = self._latest() is not None
+        if self.display != shown:
+            self.display = shown
         super().paint(force)
+
+    def _latest(self):
+        """The newest note the progress line does not already say (a sweep's "load point 3 of 6")."""
+        return next((n for n in reversed(self.store.notes) if point_note(n.text) is None), None)
 
     def render(self) -> Text:
         notes = self.store.notes
-        if not notes:
+        note = self._latest()
+        if note is None:
             return Text()
-        note = notes[-1]
         text = Text(no_wrap=True, overflow="ellipsis")
         text.append("note ", self.tone("label"))
         text.append(f"{fmt.clock(self.store.rel_s(note.t_s))} ", self.tone("muted"))

@@ -71,14 +71,16 @@ class ThroughputPanel(_PerfPanel):
         else:
             lines = []
         server = s.server_tok_s[-1] if s.server_tok_s else None
+        # the kind of each figure in words; on a narrow panel the short words (docs/dashboard.md)
+        stream, total = ("per stream ", "aggregate  ") if self.size.width >= 36 else ("stream ", "total  ")
         lines = lines or [
-            self._line(("per stream ", "label"), ("run ", "spark"), (num(run.decode_tok_s if run else None, '.1f'), "value"),
+            self._line((stream, "label"), ("run ", "spark"), (num(run.decode_tok_s if run else None, '.1f'), "value"),
                        ("  req ", "label"), (num(req.decode_tok_s if req and req.ok else None, '.1f'), "value"),
                        (" tok/s", "muted")),
-            self._line(("aggregate  ", "label"), ("out ", "label"), (num(run.output_tok_s if run else None, '.0f'), "value"),
+            self._line((total, "label"), ("out ", "label"), (num(run.output_tok_s if run else None, '.0f'), "value"),
                        ("  server ", "rx"), (num(server, '.0f'), "value"), (" tok/s", "muted")),
             self._line(("mean ", "label"), (num(mean, '.1f'), "value"), (" ± ", "label"),
-                       (num(sd, '.2f'), "value"), (f"  n={n}", "muted"), ("  ci95 ", "label"),
+                       (num(sd, '.2f'), "value"), (f" n={n}", "muted"), (" ci95 ", "label"),
                        (f"{ci95[0]:.1f}–{ci95[1]:.1f}" if ci95 else fmt.NA, "value")),
         ]
         if req is not None and not req.ok:  # why, not just that: the latest failure's reason
@@ -117,8 +119,10 @@ class AcceptancePanel(_PerfPanel):
         no_spec = s.server_info is not None and not s.server_info.speculative_algorithm
         if no_spec and length is None:
             return self._join([self._line(("speculation off", "muted"))])
-        lines = [self._line(("len ", "spark"), (num(length, '.2f'), "value"), (" tok/step", "muted"),
-                            ("  rate ", "label"), (num(rate * 100 if rate is not None else None, '.0f', "%"), "value"))]
+        narrow = self.size.width < 24
+        lines = [self._line(("len ", "spark"), (num(length, '.2f'), "value"), ("" if narrow else " tok/step", "muted"),
+                            (" · " if narrow else "  rate ", "label"),
+                            (num(rate * 100 if rate is not None else None, '.0f', "%"), "value"))]
         # one accepted token per step is no speculation at all: the axis starts there
         lines += self._chart("len", s.accept_length, max(1, self.size.height - 1), floor=1.0)
         return self._join(lines)
@@ -169,9 +173,10 @@ class ServerPanel(_PerfPanel):
 
     panel_key = "server"
     min_interval_s = 0.0
+    axis_w = 4
 
     def get_content_height(self, container, viewport, width: int) -> int:
-        return len(self._lines())  # auto height in the right column: every line it has
+        return len(self._lines())  # auto height in the right column: every line it has (no chart)
 
     def render(self) -> Text:
         return Text("\n", no_wrap=True).join(self._lines()[: max(1, self.size.height)])
@@ -179,27 +184,40 @@ class ServerPanel(_PerfPanel):
     def _lines(self) -> list[Text]:
         s = self.store
         load = s.server_load
+        narrow = self.size.width < 30  # the perf row at 80-100 columns: short words
         lines = []
         if load is not None:
-            lines.append(self._line(("running ", "label"), (num(load.running_reqs, 'd'), "value"),
-                                    ("  queued ", "label"), (num(load.queue_reqs, 'd'),
-                                                             "warn" if load.queue_reqs else "value"),
-                                    (" req", "muted")))
+            queued_tone = "warn" if load.queue_reqs else "value"
+            lines.append(self._line(("run " if narrow else "running ", "label"), (num(load.running_reqs, 'd'), "value"),
+                                    (" · queue " if narrow else "  queued ", "label"),
+                                    (num(load.queue_reqs, 'd'), queued_tone), ("" if narrow else " req", "muted")))
             usage = load.token_usage
-            bar_w = max(0, min(20, self.size.width - 16))
+            bar_w = max(0, min(20, self.size.width - (8 if narrow else 14)))
             filled, empty = fmt.bar(usage, bar_w)
             tone = "error" if (usage or 0) >= 0.97 else "warn" if (usage or 0) >= 0.9 else "spark"
-            lines.append(self._line(("KV cache ", "label"), (filled, tone), (empty, "free"),
+            lines.append(self._line(("KV " if narrow else "KV cache ", "label"), (filled, tone), (empty, "free"),
                                     (f" {num(usage * 100 if usage is not None else None, '.0f', '%')}", "value")))
         else:
             why = s.metrics_absent or "running, queued, KV: waiting for /metrics or the log"
             lines.append(self._line((why, "muted" if s.metrics_absent is None else "warn")))
         rate = rate_per_s(s.request_times_s, s.now_t_s)
-        lines.append(self._line(("requests ", "label"), (num(rate, '.2f'), "value"), (" req/s done", "muted")))
         failed = sum(s.errors_by_reason.values())
-        lines.append(self._line(("failed ", "label"), (str(failed), "error" if failed else "value"),
-                                *(((": ", "label"), (reasons_text(s.errors_by_reason), "error")) if failed else ())))
+        lines.append(self._line(("" if narrow else "requests ", "label"), (num(rate, '.2f'), "value"),
+                                (" req/s" if narrow else " req/s done", "muted")))
+        lines.append(self._line(("failed ", "label"), (str(failed), "error" if failed else "value")))
+        if failed:  # one reason a line where there are rows for them, else in one line
+            reasons = s.errors_by_reason.most_common()
+            room = max(0, self.size.height - len(lines) - 1) if self.size.height else len(reasons)
+            if len(reasons) <= room:
+                lines += [self._line((f"  {name} ", "label"), (str(n), "error")) for name, n in reasons]
+            else:
+                lines[-1].append(": " + reasons_text(s.errors_by_reason), self.tone("error"))
         if load is not None:
-            source = "/metrics" if load.source == "metrics" else "the log's decode lines"
+            source = "/metrics" if load.source == "metrics" else "log"
             lines.append(self._line((f"from {source} at {fmt.clock(s.rel_s(load.t_s))}", "muted")))
+        # the rows left: running requests and KV usage over time, from zero (KV: 0-100%)
+        rows = self.size.height - len(lines)
+        if rows >= 4 and load is not None:
+            lines += self._chart("run", s.running_reqs, rows // 2)
+            lines += self._chart("kv", s.kv_usage, rows - rows // 2, "rx", scale=100.0, unit="%", ceiling=1.0)
         return lines
