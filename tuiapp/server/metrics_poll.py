@@ -229,7 +229,8 @@ async def run_metrics_poller(
             if info_on and not has_throughput and now >= next_info_s:
                 next_info_s = now + max(interval_s, SERVER_INFO_EVERY_S)
                 info_on = await _poll_server_info(client, base_url, publish)
-            if loads is not None and loads.due(now):
+            # an idle server (per /metrics) has nothing to wedge on: no ask until requests come
+            if loads is not None and loads.due(now) and state.busy is not False:
                 judged, ranks = await loads.poll(client, now, interval_s, before_server_info=metrics_on)
                 source = loads.path
                 if loads.at_server_info and metrics_on:
