@@ -60,6 +60,8 @@ JobAcctGatherType=jobacct_gather/none
 SelectType=select/cons_tres
 SelectTypeParameters=CR_Core
 ReturnToService=2
+# the emulated nodes may claim more CPUs than this host has (TUIAPP_SLURM_CPUS): take the config as it is
+SlurmdParameters=config_overrides
 GresTypes=gpu
 MinJobAge=600
 KillWait=5

@@ -33,6 +33,7 @@ FATAL_KINDS = {"oom", "assertion", "keyerror", "jit_arch", "nccl", "crash", "han
 STOP_WAIT_S = 30.0  # a job asked to stop that is still there after this is cancelled
 LEASE_TOUCH_S = 10.0
 HEALTH_POLL_S = 0.5
+ENDPOINT_POLL_S = 0.1  # a stat of one file on the shared filesystem
 
 
 def is_fatal(event: _Event) -> bool:
@@ -250,12 +251,17 @@ class SlurmTrial(PlanRunner):
             await asyncio.sleep(min(LEASE_TOUCH_S, self.spec.lease_s / 3))
 
     async def _wait_running(self, cfg, state) -> bool:
-        """Queued until Slurm starts it; False when it ended first or the user gave up."""
+        """Queued until Slurm starts it; False when it ended first or the user gave up. The
+        batch script's endpoint.json says "running" before the next squeue poll can."""
         shown = None
+        assert self.files is not None
         while not self._fatal.is_set():
-            await self.slurm.next_round()
+            if self.files.endpoint.exists():
+                self.running_s = time.monotonic()
+                return True
             info = self.slurm.latest(self.job_id)
-            if info is None:
+            if info is None or info is self.info:
+                await asyncio.sleep(ENDPOINT_POLL_S)
                 continue
             self.info = info
             self.publish_job()
@@ -280,7 +286,7 @@ class SlurmTrial(PlanRunner):
             info = self.slurm.latest(self.job_id)
             if info is not None and info.over:
                 return None
-            await asyncio.sleep(0.1)
+            await asyncio.sleep(ENDPOINT_POLL_S)
         return None
 
     async def _wait_ready(self, cfg, http, url: str, observe) -> bool:
