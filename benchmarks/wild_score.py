@@ -4,9 +4,12 @@ For each excerpt, logscan's answer against the hand-written one: files answered 
 incidents found with the right kind, ranks and first line, incidents reported that are
 not in the answer (false or misnamed), and files whose ready/decode/last figures are right;
 ``--families``: the same per failure family (the kind in the answer).
+``--oos``: the out-of-sample set tests/data/logs_oos (labelled before the detector first ran on
+it, see its README): failures found, false alerts and duplicates, per category and per kind.
 Runs against any checkout, so a change can be compared with the code before it:
 
     .venv/bin/python benchmarks/wild_score.py [DIR] [-v] [--families]
+    .venv/bin/python benchmarks/wild_score.py --oos [-v]
     PYTHONPATH=/path/to/old/checkout .venv/bin/python benchmarks/wild_score.py
 """
 
@@ -19,9 +22,57 @@ from pathlib import Path
 FIGURES = ("ready", "decode_lines", "last_gen_throughput", "last_accept_len")
 
 
+def score_oos(root: Path, verbose: bool) -> dict:
+    """Recall and false alerts on labelled excerpts (NAME.log + NAME.labels.json)."""
+    from tuiapp.commands.logscan import scan_file
+
+    logs = sorted(root.glob("*.log"))
+    total = found = false = dup = 0
+    by: dict[str, list[int]] = {}  # "category:x" / "kind:x" -> [found, failures, false alerts]
+    for log in logs:
+        lab = json.loads(log.with_name(log.name[:-4] + ".labels.json").read_text())
+        incs = scan_file(str(log))["incidents"]
+        hit = [False] * len(lab["failures"])
+        extra = []
+        for inc in incs:
+            inside = [k for k, f in enumerate(lab["failures"])
+                      if any(f["first_line"] <= n <= f["last_line"] for n in (inc["first_line"], inc["signature_line"]))]
+            ok = [k for k in inside if inc["kind"] in lab["failures"][k]["kinds"]]
+            if ok and not hit[ok[0]]:
+                hit[ok[0]] = True
+            elif ok or inside:
+                dup += 1  # a second incident for a found failure, or one of the wrong kind inside it
+            else:
+                extra.append(inc)
+        false += len(extra)
+        total += len(hit)
+        found += sum(hit)
+        keys = [f"category:{lab['category']}"]
+        for k, f in enumerate(lab["failures"]):
+            for key in (*keys, f"kind:{f['kinds'][0]}"):
+                row = by.setdefault(key, [0, 0, 0])
+                row[0] += hit[k]
+                row[1] += 1
+        by.setdefault(keys[0], [0, 0, 0])[2] += len(extra)
+        if verbose and (not all(hit) or extra):
+            print(f"{log.stem}\n  want {[(f['first_line'], f['last_line'], f['kinds']) for f in lab['failures']]}"
+                  f"\n  got  {[(i['kind'], i['first_line'], i['signature_line'], i['message'][:90]) for i in incs]}")
+    print(f"{root}: {len(logs)} excerpts, {total} failures; found {found}/{total} "
+          f"(recall {found / max(total, 1):.0%}); false alerts {false} ({false / max(len(logs), 1) * 25:.1f} per 25 "
+          f"excerpts); duplicates {dup}")
+    for key, (ok, n, extra) in sorted(by.items()):
+        print(f"  {key:<22} found {ok}/{n}  false alerts {extra}")
+    return {"excerpts": len(logs), "failures": total, "found": found, "false": false, "duplicates": dup}
+
+
 def main(argv: list[str]) -> int:
     from tuiapp.commands.logscan import scan_file
 
+    if "--oos" in argv:
+        args = [a for a in argv if not a.startswith("-")]
+        here = Path(__file__).resolve().parent.parent / "tests" / "data" / "logs_oos"
+        score_oos(Path(args[0]) if args else here, "-v" in argv)
+        return 0
     verbose = "-v" in argv
     args = [a for a in argv if not a.startswith("-")]
     root = Path(args[0]) if args else Path(__file__).resolve().parent.parent / "tests" / "data" / "logs_wild"
