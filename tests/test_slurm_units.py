@@ -250,3 +250,51 @@ def test_sim_splits_ranks_over_nodes():
 
 def test_quoting_helper_is_shlex():  # the node script quotes exactly as shlex does
     assert node_command(["a'b"], 1).startswith(shlex.quote("a'b"))
+
+
+# ---------------------------------------------------------------- GPUs per node
+
+
+async def test_gpu_samples_come_back_from_a_nodes_file_under_its_name(tmp_path):
+    import asyncio
+
+    from tuiapp.events import GpuSample
+    from tuiapp.slurm.gpu_agent import follow_samples
+
+    path = tmp_path / "gpus-n2.jsonl"
+    got: list[GpuSample] = []
+    task = asyncio.create_task(follow_samples(path, "n2", got.append, poll_s=0.01))
+    await asyncio.sleep(0.05)  # the agent has not written yet: nothing, no error
+    one = GpuSample(t_s=1.0, index=0, node="vm", mem_used_bytes=5, pcie_rx_bytes_s=1e9).model_dump_json()
+    two = GpuSample(t_s=1.0, index=1, util_pct=50.0).model_dump_json()
+    path.write_text(one + "\nnot json\n" + two[:10])  # a torn last line waits for its end
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if got:
+            break
+    with open(path, "a") as f:
+        f.write(two[10:] + "\n")
+    for _ in range(100):
+        await asyncio.sleep(0.01)
+        if len(got) == 2:
+            break
+    task.cancel()
+    assert [(s.index, s.node) for s in got] == [(0, "n2"), (1, "n2")]  # the job's node name, not the host's
+    assert got[0].pcie_rx_bytes_s == 1e9 and got[1].util_pct == 50.0
+
+
+def test_gpu_agent_without_a_driver_says_so_and_fails():
+    import sys
+
+    import pynvml
+
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError:
+        pass
+    else:  # a machine with NVIDIA GPUs: the agent samples them instead
+        pynvml.nvmlShutdown()
+        pytest.skip("this machine has an NVIDIA driver")
+    done = subprocess.run([sys.executable, "-m", "tuiapp.slurm.gpu_agent", "--interval-s", "0.1"],
+                          capture_output=True, text=True, timeout=60, env={"SLURMD_NODENAME": "n7", "PATH": "/usr/bin:/bin"})
+    assert done.returncode == 1 and done.stderr.startswith("gpu_agent on n7: telemetry off:")

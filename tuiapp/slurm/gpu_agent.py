@@ -26,9 +26,11 @@ async def _sample(interval_s: float, kind: str) -> int:
 
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
     try:
-        backend, _note = await asyncio.to_thread(open_backend, kind)
+        backend, note = await asyncio.to_thread(open_backend, kind)
     except Exception as exc:  # noqa: BLE001 - no driver: say so once, on stderr
-        print(f"gpu_agent on {node}: telemetry off: {exc}", file=sys.stderr)
+        backend, note = None, str(exc)
+    if backend is None:
+        print(f"gpu_agent on {node}: telemetry off: {note}", file=sys.stderr)
         return 1
 
     def publish(event: Any) -> None:
