@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tuiapp.sim.process import SimProcess
-from tuiapp.trials.compare import compare, load, primary_verdict
+from tuiapp.trials.compare import compare, gate, load, primary_verdict
 from tuiapp.trials.plan import PlanError, parse_plan
 
 GRID = """
@@ -175,11 +175,16 @@ def test_compare_pairs_load_points_shared_by_both(tmp_path):
         return path
 
     base, new = summary(tmp_path / "a.json", 100.0, 50.0), summary(tmp_path / "b.json", 110.0, 40.0)
-    rows = compare(load(base), load(new))
+    bg, ng = load(base), load(new)
+    rows = compare(bg, ng)
     points = {(r.point, r.metric): r for r in rows if r.point}
     assert set(points) == {(f"concurrency={c}", m) for c in (1, 4, 16) for m in ("output_tok_s", "ttft_p50_ms")}
     assert points[("concurrency=4", "output_tok_s")].ratio == pytest.approx(1.1)
-    assert primary_verdict(rows, "decode_tok_s") == "within noise"
+    # a sweep's top-level runs mix three loads: they are never pooled into one verdict, and
+    # points without per-run figures cannot be judged
+    assert primary_verdict(rows, "decode_tok_s") is None
+    result = gate(bg, ng, rows, "decode_tok_s")
+    assert result.code == 3 and any("0 run(s) of decode_tok_s at concurrency 16" in r for r in result.reasons)
     assert os.path.exists(base)
 
 
