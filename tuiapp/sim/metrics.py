@@ -59,6 +59,8 @@ def render_metrics(sim) -> str:
     gauge("full_token_usage", "The token usage of the full attention pool.", s.token_usage())
     gauge("kv_used_tokens", "KV cache tokens in use.", used)
     gauge("kv_available_tokens", "KV cache tokens available.", plan.kv_tokens - used)
+    # 0.5.23 exports it on every server (0.0 idle); modelled as busy or not
+    gauge("utilization", "The utilization.", 1.0 if s.running else 0.0)
     gauge("gen_throughput", "The generation throughput (token/s).", s.last_gen_throughput)
     prompt_total = sum(s.prompt_tokens_total.values())
     gauge("cache_hit_rate", "The prefix cache hit rate.", s.cached_tokens_total / prompt_total if prompt_total else 0.0)
