@@ -57,3 +57,18 @@ def test_report_section_per_trial_and_without_speculation():
     assert "| 2.80 | 10 / 18 / 54 / 18 |" in text
     assert acceptance_section([ServerInfo(url="u")])[0] == NO_SPEC
     assert acceptance_section([ServerInfo(url="u", speculative_algorithm="EAGLE"), _run(0, None)])[0] == NO_HISTOGRAM
+
+
+def test_a_recording_replays_the_acceptance_per_position():
+    """The campaign stream's eagle3 trial, through the recording format (dump/load) into the
+    dashboard's store, as replay feeds it: the trial's pooled histogram gives its positions."""
+    from tuiapp.events import dump_event, load_event
+    from tuiapp.sim.synthetic import campaign_events
+    from tuiapp.tui.store import DashboardStore
+
+    store, seen = DashboardStore(), {}
+    for ev in campaign_events(120.0, gpus=1):
+        store.apply(load_event(dump_event(ev)))
+        if store.current_trial and store.spec_tally.requests:
+            seen[store.current_trial] = [round(p.conditional, 2) for p in store.spec_tally.positions()]
+    assert seen == {"eagle3": [0.75, 0.6, 0.46]}  # (27, 32, 26, 22) per request: 0.75, 0.6, 0.45 modelled
