@@ -298,3 +298,16 @@ def test_gpu_agent_without_a_driver_says_so_and_fails():
     done = subprocess.run([sys.executable, "-m", "tuiapp.slurm.gpu_agent", "--interval-s", "0.1"],
                           capture_output=True, text=True, timeout=60, env={"SLURMD_NODENAME": "n7", "PATH": "/usr/bin:/bin"})
     assert done.returncode == 1 and done.stderr.startswith("gpu_agent on n7: telemetry off:")
+
+
+def test_dry_run_with_slurm_shows_each_jobs_shape(tmp_path, capsys):
+    from tuiapp.cli import main
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PLAN)
+    assert main(["trials", str(plan), "--slurm", "--dry-run"]) == 0  # no Slurm needed to look
+    out = capsys.readouterr().out.splitlines()
+    assert out[1] == "  sbatch --job-name=tuiapp-baseline --nodes=1 --ntasks-per-node=1 --gres=gpu:8 --partition=gpu --time=00:30:00"
+    assert out[2] == '  each node: python -m sglang.launch_server --model-path m --host 0.0.0.0 --port "$TUIAPP_PORT"'
+    assert out[4].startswith("  sbatch --job-name=tuiapp-tp16 --nodes=2 ")
+    assert '--node-rank "$SLURM_NODEID"' in out[5]

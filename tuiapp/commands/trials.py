@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
         except ValueError as exc:
             raise UsageError(str(exc)) from None
     if args.dry_run:
-        print(_dry_run_text(trials, ledger if args.resume else None))
+        print(_dry_run_text(trials, ledger if args.resume else None, slurm_spec))
         return 0
 
     log_dir = Path(args.log_dir) if args.log_dir else (
@@ -154,9 +154,11 @@ def _run_session(args, plan, trials, ledger, ledger_path, log_dir, slurm_spec=No
     return code
 
 
-def _dry_run_text(trials, ledger) -> str:
-    """One line per trial that would run: its name, then its command line (and env)."""
+def _dry_run_text(trials, ledger, slurm_spec=None) -> str:
+    """One line per trial that would run: its name, then its command line (and env); with
+    --slurm, its sbatch options and what each node would run."""
     import shlex
+    from pathlib import Path
 
     from tuiapp.common.redact import redact_argv
 
@@ -166,6 +168,15 @@ def _dry_run_text(trials, ledger) -> str:
             continue  # --resume: already measured
         env = " ".join(f"{k}={shlex.quote(v)}" for k, v in t.env.items())
         lines.append(f"{t.name}: " + (env + " " if env else "") + shlex.join(redact_argv(t.argv())))
+        if slurm_spec is not None:
+            from tuiapp.slurm.launcher import node_command
+            from tuiapp.slurm.script import JobFiles, sbatch_options
+
+            spec = slurm_spec.for_trial(t.slurm)
+            opts = [o for o in sbatch_options(spec, f"tuiapp-{t.name}", JobFiles(Path("JOB_DIR")))
+                    if not o.startswith("--output=")]
+            lines.append("  sbatch " + shlex.join(opts))
+            lines.append("  each node: " + node_command(redact_argv(t.argv()), spec.nodes, spec.launcher))
     return "\n".join(lines) if lines else "nothing left to run"
 
 

@@ -64,6 +64,7 @@ class SlurmTrial(PlanRunner):
         self.cancelled_s: float | None = None  # scancel returned
         self.endpoint: dict | None = None
         self._fatal = asyncio.Event()
+        self.interrupted = False
         # the campaign view's row (TrialJob), published when it changes
         self.trial_name = ""
         self.url: str | None = None
@@ -198,6 +199,9 @@ class SlurmTrial(PlanRunner):
             if outcome == "ok":
                 await _flush_cache(url, http.aio)
             return outcome
+        except asyncio.CancelledError:
+            self.interrupted = True  # Ctrl-C, quit, a hang-up: the job goes now, not cleanly
+            raise
         finally:
             state("stopping", f"job {self.job_id}" if self.job_id else "")
             await self._end_job(files)
@@ -328,7 +332,7 @@ class SlurmTrial(PlanRunner):
             return
         info = self.slurm.latest(self.job_id)
         if info is None or not info.over:
-            if self._fatal.is_set() or self.ready_s is None:
+            if self._fatal.is_set() or self.ready_s is None or self.interrupted:
                 await self._cancel_now()
             else:
                 with contextlib.suppress(OSError):
