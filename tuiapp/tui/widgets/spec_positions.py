@@ -74,12 +74,12 @@ class SpecPositionsPanel(Panel):
                 out.append(self._line((f"p{p.position} ", "label"), (filled, "spark"), (empty, "muted"),
                                       (f" {num(_pct(p.rate), '.0f', '%'):>4}", "value"),
                                       (f" |{num(_pct(p.conditional), '.0f', '%')}", "muted"), (mark, "warn")))
-        else:  # a short panel: the positions on one line
-            text = "  ".join(f"p{p.position} {num(_pct(p.rate), '.0f', '%')}" for p in positions)
-            out.append(self._line((fmt.fit(text, width), "value")))
+        else:  # a short panel: the positions on one line, `p1-3 81/66/52%`
+            text = "/".join(num(_pct(p.rate), '.0f') for p in positions) + "%"
+            out.append(self._line((f"p1-{len(positions)} ", "label"), (fmt.fit(text, max(1, width - 5)), "value")))
         shares = acceptance.length_shares(tally.accepted)
-        dist = " ".join(f"{j + 1}:{share * 100:.0f}" for j, share in enumerate(shares))
-        out.append(self._line(("len% ", "label"), (fmt.fit(dist, max(1, width - 5)), "value")))
+        dist = "/".join(f"{share * 100:.0f}" for share in shares) + "%"
+        out.append(self._line((f"len 1-{len(shares)} ", "label"), (fmt.fit(dist, max(1, width - 8)), "value")))
         budget = s.server_load.spec_num_steps if s.server_load is not None else None
         summary = [("mean ", "label"), (num(acceptance.mean_length(tally.accepted), '.2f'), "value"),
                    (" tok/step", "muted"), (f"  {steps} steps", "muted")]
