@@ -177,6 +177,7 @@ _DEATH_RULES = [r for r in RULES if r.kind == "crash"]
 _ANY_DEATH_RE = re.compile("|".join(f"(?:{r.regex.pattern})" for r in _DEATH_RULES))
 _GLOO_RULE = Rule("nccl", re.compile(""), prio=PRIORITY.index("nccl"))
 _BARE_RULE = Rule("error", _BARE_EXC_RE, prio=PRIORITY.index("error"))
+_HEADLESS_RULE = Rule("error", _BARE_EXC_RE, prio=PRIORITY.index("error"))
 _FINAL_RULE = Rule("error", EXC_RE, prio=PRIORITY.index("error"))
 # the generic layer (generic.py, catalogue.py): what no family knows is an error or a death
 _GENERIC_RULE = Rule("error", re.compile(""), prio=PRIORITY.index("error"))
@@ -217,6 +218,7 @@ class Finding:
     # answered for it), "death" (what the generic layer read, within a death's aftermath:
     # the launcher's diagnostics after a child died)
     knock_on: str = ""
+    generic: bool = False  # read by the generic layer: a burst of such lines is one incident
 
 
 def clean(line: str) -> str:
@@ -368,6 +370,31 @@ def _knock_on_traceback(body: list[str], message: str) -> bool:
     return any(b.startswith(_FRAME) and b.endswith(", in lifespan") for b in body)
 
 
+def _headless_exception(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule, int, str] | None:
+    """A record that starts mid-traceback (its head is indented: a frame, a caret line) and
+    whose exception line was printed on its own further down."""
+    if not body[0][:1].isspace():
+        return None
+    for idx, line in reversed(cands[1:]):
+        if _BARE_EXC_RE.match(line):
+            name = _exc_name(line)
+            if name in _QUIET_EXC or name.endswith("Warning"):
+                return None
+            return (_HEADLESS_RULE.prio, _HEADLESS_RULE, idx, line)
+    return None
+
+
+def _cut_traceback(body: list[str], has_tb: bool) -> tuple[float, Rule, int, str] | None:
+    """A traceback that ends before its exception line (a paste, a log cut short, a process
+    killed mid-print): still a failure; its last frame says where."""
+    if not has_tb:
+        return None
+    frames = [i for i, b in enumerate(body) if b.lstrip().startswith('File "')]
+    if not frames:
+        return None
+    return (_GENERIC_RULE.prio, _GENERIC_RULE, frames[-1], body[frames[-1]].strip())
+
+
 def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule, int, str] | None:
     """The generic layer: a record no family knows that still reports a failure."""
     for idx, line in cands:
@@ -425,7 +452,7 @@ def classify(body: list[str]) -> Finding | None:
                 return None
             best = (_BARE_RULE.prio, _BARE_RULE, 0, head)
         elif final is None:
-            best = _generic(body, cands)
+            best = _generic(body, cands) or _headless_exception(body, cands) or _cut_traceback(body, has_tb)
             if best is None:
                 return None
         else:
@@ -460,8 +487,9 @@ def classify(body: list[str]) -> Finding | None:
     if (rule is _GLOO_RULE and idx < len(body) and _C10_COLLECTIVE in body[idx][:80]) or rule.kind == "request" or (
             rule.kind == "error" and _knock_on_traceback(body, message)):
         f.knock_on = "cause"
-    elif rule is _GENERIC_RULE:
+    elif rule is _GENERIC_RULE or rule is _HEADLESS_RULE:
         f.knock_on = "death"
+    f.generic = rule is _GENERIC_RULE or rule is _HEADLESS_RULE
     if death is not None and rule.kind != "crash":
         _, drule, didx, dline = death
         f.death = Finding("crash", "error", dline.strip()[:_MAX_MESSAGE], "crash", list(ranks),

@@ -28,7 +28,8 @@ ENVELOPE_SAMPLE = 8  # non-blank lines looked at before the envelope is fixed
 MIN_SHARE = 0.75  # of them that must carry it
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\^\[\[[0-9;]*m")
-_RAY_RE = re.compile(r"\((?:[\w.:-]+) pid=\d+(?:, ip=[\d.]+)?\) ?")
+# Ray's "(WorkerDict pid=N, ip=..)", vLLM's "(VllmWorker rank=1 pid=N)", nested "(A pid=1) (B pid=2) "
+_RAY_RE = re.compile(r"(?:\((?:[\w.:-]+)(?: [\w.-]+=[\w.-]+)* pid=\d+(?:, ip=[\d.]+)?\) ?){1,3}")
 
 _TS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
@@ -54,6 +55,8 @@ ENVELOPES: dict[str, re.Pattern[str]] = {
     "journald": re.compile(r"(?P<t>" + _MON + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) \S+ [\w.@/-]+(?:\[\d+\])?: "),
     "journald_iso": re.compile(r"(?P<t>" + _TS + r") \S+ [\w.@/-]+(?:\[\d+\])?: "),
     "kubectl": re.compile(r"\[pod/[\w.-]+/[\w.-]+\] "),
+    # pm2's "0|app  | " (process id and name)
+    "pm2": re.compile(r"\d+\|[\w.@-]+\s*\| ?"),
     "compose": re.compile(r"[\w.@-]+\s*\| "),  # also swarm's "svc.1.id@node    | "
     # a paste quoted in markdown, line by line
     "quote": re.compile(r"> ?"),

@@ -32,9 +32,12 @@ _LEVEL_RE = (
     # "[ERROR] msg", "[ts] [ERROR] msg", "[ts][ERROR]", Ascend "[ERROR] RUNTIME(123,python):..."
     r"|(?:" + _TS + r"\s*)?\[" + _LVL + r"\]"
     # "<ts> - name - ERROR - msg", "<ts> | ERROR | msg" (loguru), "<ts> ERROR target: msg" (tracing),
-    # "- name - ERROR -" once a collector took the time off
-    r"|(?:" + _TS + r"\s*(?:[-|]\s*)?(?:[\w.:<>/\[\]()-]{1,80}\s+[-|]\s+)?|[-|] (?:[\w.:<>/-]{1,80} [-|] )?)"
+    # "[Router (Python)] <ts> - ERROR - msg", "ERROR 05-15 18:58:58 [engine.py:448] msg" (vLLM's
+    # format), "- name - ERROR -" once a collector took the time off
+    r"|(?:\[[^\]]{1,40}\] )?(?:" + _TS + r"\s*(?:[-|]\s*)?(?:[\w.:<>/\[\]()-]{1,80}\s+[-|]\s+)?|[-|] (?:[\w.:<>/-]{1,80} [-|] )?)?"
     + _LVL + r"(?:\s+[-|:]?|:)\s*\S"
+    # "[ts] [error] [pid] [file.cpp:N] msg" (lower case, in brackets)
+    r"|(?:" + _TS + r"\s*)?\[(?:error|fatal|critical)\] "
     # tracing once the timestamp went with the envelope: "ERROR sglang_router_rs::x: msg"
     r"|(?:ERROR|FATAL) +[\w:]+(?:[\w:]*::\w+)?: "
     # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal)
@@ -84,6 +87,10 @@ _DEATH_RE = (
     r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d)"
 )
 
+# fault reports specific enough to be found anywhere in a line (a runtime writes them into
+# whatever the terminal shows, e.g. a tqdm bar)
+_ANYWHERE_RE = re.compile(r"Memory access fault by GPU node-\d+ \(Agent handle|HSA_STATUS_ERROR_\w+|"
+                          r"NVRM: Xid |an illegal memory access was encountered")
 GENERIC_ERROR_RE = re.compile(r"(?:" + _LEVEL_RE + "|" + _PANIC_RE + "|" + _DEVICE_RE + r")")
 GENERIC_DEATH_RE = re.compile(_DEATH_RE)
 # a level named anywhere in a logfmt or JSON record
@@ -106,6 +113,8 @@ RECORD_START_RE = re.compile(
 def generic_error(line: str) -> bool:
     """A candidate line that reports a failure in a format no family knows."""
     if GENERIC_ERROR_RE.match(line):
+        return True
+    if ("Memory access" in line or "HSA_STATUS" in line or "illegal memory" in line) and _ANYWHERE_RE.search(line):
         return True
     if "level=" in line and _LOGFMT_RE.search(line):
         return True

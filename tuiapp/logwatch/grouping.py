@@ -37,6 +37,7 @@ REPEAT_WINDOW_S = {"kv_pressure": KV_PRESSURE_WINDOW_S, "transfer": 60.0, "reque
                    "xid": 60.0}
 KNOCK_ON_REQUEST_S = 1.0  # a 500 answered within this of a failure was answered for it
 KNOCK_ON_REQUEST_LINES = 40
+GENERIC_BURST_LINES = 8  # generic records this close (in lines) continue the same incident
 MAX_TRACEBACK_CHARS = 64 * 1024
 MAX_INCIDENTS = 10_000
 
@@ -62,6 +63,8 @@ class Incident:
     specific: int = 1
     first_log_t: float | None = None
     first_wall_s: float = 0.0
+    last_line: int = 0  # where its latest record started
+    generic: bool = False  # opened by the generic layer (no family knows it)
     count: int = 1  # records that reported it (each rank's, each failed request's)
 
     def to_alert(self) -> Alert:
@@ -126,6 +129,14 @@ class AlertGrouper:
             if target is not None:
                 self._join(target, ranks, line_no, sig_line, text, f, log_t, wall_s, counted=False)
                 return target
+        if f.generic:
+            # a traceback logged line by line at ERROR level, an error and its follow-ups:
+            # consecutive generic records are one incident
+            last = self.incidents[-1] if self.incidents else None
+            if (last is not None and last.generic and 0 <= line_no - last.last_line <= GENERIC_BURST_LINES
+                    and (log_t is None or last.last_log_t is None or abs(log_t - last.last_log_t) <= self.window_s)):
+                self._join(last, ranks, line_no, sig_line, text, f, log_t, wall_s, counted=False)
+                return last
         if f.kind == "crash":
             return self._add_crash(f, ranks, line_no, sig_line, text, log_t, wall_s)
         if f.incomplete:
@@ -175,7 +186,7 @@ class AlertGrouper:
             message=f.message, first_line=line_no, traceback=text[:MAX_TRACEBACK_CHARS],
             has_traceback=f.has_traceback, last_log_t=log_t, last_wall_s=wall_s, ranks=ranks,
             signature_line=sig_line, caused_by=caused_by, specific=f.specific,
-            first_log_t=log_t, first_wall_s=wall_s,
+            first_log_t=log_t, first_wall_s=wall_s, last_line=line_no, generic=f.generic,
         )
         if len(self.incidents) < MAX_INCIDENTS:
             self.incidents.append(inc)
@@ -242,6 +253,7 @@ class AlertGrouper:
     def _join(self, inc: Incident, ranks: list[int], line_no: int, sig_line: int, text: str, f: Finding,
               log_t: float | None, wall_s: float, continued: bool = False, counted: bool = True) -> None:
         changed = False
+        inc.last_line = max(inc.last_line, line_no)
         if not continued and counted:
             inc.count += 1
             changed = True
