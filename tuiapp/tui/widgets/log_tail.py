@@ -13,8 +13,10 @@ from tuiapp.tui.widgets.panel import Panel
 
 # Access-log lines of our own polling (uvicorn: `INFO:  127.0.0.1:39906 - "GET /server_info
 # HTTP/1.1" 200 OK`): the server info every 2 s, /metrics every second, /health while starting,
-# the simulator's GPUs. They drown the server's own lines; hidden by default (key a).
-_POLLING = re.compile(r'"(?:GET|HEAD) /(?:get_)?(?:server_info|model_info|metrics|health(?:_generate)?|v1/models|sim/gpus)'
+# the simulator's GPUs, the per-rank loads (/v1/loads, older /get_load) every second while
+# requests run. They drown the server's own lines; hidden by default (key a).
+_POLLING = re.compile(r'"(?:GET|HEAD) /(?:get_)?(?:server_info|model_info|metrics|health(?:_generate)?|v1/models|'
+                      r'v1/loads|load|sim/gpus)'
                       r'(?:[?/ ][^"]*)?" \d{3}')
 
 
