@@ -30,6 +30,10 @@ SAMPLING_KEYS = (
 )
 AUTH_EXEMPT = ("/health", "/ready", "/metrics", "/sim/")
 SSE_DONE = b"data: [DONE]\n\n"
+QUEUE_FULL = "The request queue is full."  # scheduler.py _abort_on_queued_limit (0.5.23)
+# a non-streaming request's answer: the HTTPException(503) of _handle_abort_finish_reason, shaped
+# by http_server's exception handler
+QUEUE_FULL_503 = {"object": "error", "message": QUEUE_FULL, "type": "503", "param": None, "code": 503}
 
 
 class BadRequest(Exception):
@@ -183,6 +187,55 @@ class Api:
             "owned_by": "sglang", "root": sim.ns.model_path, "parent": None,
             "max_model_len": sim.context_len}]})
 
+    # ------------------------------------------------------------ --max-queued-requests
+    def _queue_full(self, n: int = 1) -> bool:
+        """SGLang's _abort_on_queued_limit: n more requests do not fit the scheduler's waiting
+        queue (retracted ones count; the running batch does not)."""
+        limit = self.sim.ns.max_queued_requests
+        if limit is None:
+            return False
+        waiting = sum(1 for r in self.sim.scheduler.waiting if not r.aborted)
+        return waiting + n > limit
+
+    def _refuse_queue_full(self, req: Request, conn: Connection, stream: bool, kind: str, body: dict) -> None:
+        """The answer --sim-queue-full-status picks. 0.5.23 ("abort"): the scheduler aborts the
+        request with status 503; a stream has already answered 200, so the abort arrives as its
+        one chunk (/generate: meta_info.finish_reason; OpenAI: an error chunk, then the usage
+        chunk when asked), then [DONE]; without a stream, HTTP 503."""
+        mode = self.sim.ns.sim_queue_full_status
+        self.sim.scheduler.num_aborted_total += 1
+        if mode == "429":  # sgl-router's concurrency limiter: StatusCode::TOO_MANY_REQUESTS, no body
+            self.reply(conn, req, 429, b"", None)
+            return
+        if mode == "503" or not stream:
+            self.reply(conn, req, 503, QUEUE_FULL_503)
+            return
+        self.sim.log.access(req.client, req.method, req.target, 200, "OK")
+        conn.start_stream()
+        rid = uuid.uuid4().hex
+        wv = self.sim.ns.weight_version
+        if kind == "generate":  # tokenizer_manager._handle_abort_req's out dict
+            meta = {"id": rid, "finish_reason": {"type": "abort", "status_code": 503, "message": QUEUE_FULL},
+                    "weight_version": wv, "e2e_latency": 0.0005, "weight_versions": [{"version": wv, "start": 0, "end": 0}],
+                    "completion_tokens": 0}
+            conn.send(_sse({"text": "", "output_ids": [], "meta_info": meta}))
+        else:  # serving_chat / serving_completions: create_streaming_error_response(message, code.name, code)
+            conn.send(_sse({"error": {"object": "error", "message": QUEUE_FULL, "type": "SERVICE_UNAVAILABLE",
+                                      "param": None, "code": 503}}))
+            opts = body.get("stream_options") or {}
+            if opts.get("include_usage") or self.sim.ns.stream_response_default_include_usage:
+                usage = {"prompt_tokens": 0, "total_tokens": 0, "completion_tokens": 0}
+                if kind == "chat":
+                    usage.update(prompt_tokens_details=None, reasoning_tokens=0, completion_tokens_details=None)
+                else:
+                    usage["reasoning_tokens"] = 0
+                chunk = {"id": rid, "object": "chat.completion.chunk" if kind == "chat" else "text_completion",
+                         "created": int(time.time()), "model": body.get("model") or self.sim.served_model_name,
+                         "choices": [], "usage": usage}
+                conn.send(_sse(chunk))
+        conn.send(SSE_DONE)
+        conn.end_stream()
+
     # ------------------------------------------------------------ request plumbing
     def _new_request(self, prompt_ids, max_new, ignore_eos, stops, temperature, sink, streaming, rid=None):
         salt = 0
@@ -295,6 +348,9 @@ class Api:
                 self.reply(conn, req, 400, {"error": {"message": err}})
                 return
         stream = bool(body.get("stream", False))
+        if self._queue_full(len(prompts)):
+            self._refuse_queue_full(req, conn, stream, "generate", body)
+            return
         incremental = self.sim.ns.incremental_streaming_output
         loop = asyncio.get_running_loop()
         done = loop.create_future()
@@ -376,6 +432,9 @@ class Api:
             self.reply(conn, req, 400, {"object": "error", "message": err, "type": "BadRequestError", "param": None, "code": 400})
             return
         stream = bool(body.get("stream", False))
+        if self._queue_full():
+            self._refuse_queue_full(req, conn, stream, "chat" if chat else "completions", body)
+            return
         opts = body.get("stream_options") or {}
         include_usage = bool(opts.get("include_usage")) or sim.ns.stream_response_default_include_usage
         continuous_usage = bool(opts.get("continuous_usage_stats"))
