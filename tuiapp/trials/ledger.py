@@ -30,6 +30,7 @@ from tuiapp.common.atomic_write import write_atomic
 from tuiapp.common.difftext import diff_text
 from tuiapp.common.numfmt import NA, gib, num
 from tuiapp.common.redact import mask
+from tuiapp.record.markdown import cell
 from tuiapp.trials.acceptance_compare import compare_positions
 from tuiapp.trials.curves import curve_lines
 
@@ -315,7 +316,8 @@ class Ledger:
                 "ci95_high", "runs_decode_tok_s", "delta_tok_s", "delta_pct", "p_value", "verdict",
                 "accept_length", "startup_s", "peak_mem_max_bytes", "pcie_avg_bytes_s",
                 "pcie_peak_bytes_s", "first_error", "error_ranks", "diff", "confound", "isolates",
-                "knob", "share_pct", "rank", "vs_best", "note"]
+                "knob", "share_pct", "rank", "vs_best", "headline", "requests", "failed_requests",
+                "errors_by_reason", "invalid", "error_verdict", "note"]
         buf = io.StringIO()
         writer = csv.writer(buf, lineterminator="\n")
         writer.writerow(cols)
@@ -325,7 +327,9 @@ class Ledger:
             d.update(ci95_low=ci[0], ci95_high=ci[1],
                      runs_decode_tok_s=" ".join(f"{x:.3f}" for x in r.runs_decode_tok_s),
                      peak_mem_max_bytes=max(r.peak_mem_bytes.values(), default=None),
-                     error_ranks=" ".join(map(str, r.error_ranks)), diff=diff_text(r.diff))
+                     error_ranks=" ".join(map(str, r.error_ranks)), diff=diff_text(r.diff),
+                     errors_by_reason=" ".join(f"{k}={v}" for k, v in r.errors_by_reason.items()),
+                     invalid="; ".join(r.invalid))
             writer.writerow(["" if d.get(c) is None else d.get(c) for c in cols])
         return buf.getvalue()
 
@@ -351,6 +355,14 @@ def _md_cells(r: LedgerRow) -> list[str]:
     notes = []
     if r.dead_end:
         notes.append("DEAD END")
+    if r.invalid:
+        notes.append("invalid: " + ", ".join(r.invalid))
+    if r.headline:
+        notes.append(f"headline {r.headline.replace('_', ' ')}")
+    if r.failed_requests:
+        reasons = ", ".join(f"{n} {why}" for why, n in r.errors_by_reason.items())
+        worse = " (worse than its reference)" if r.error_verdict == "worse" else ""
+        notes.append(f"{r.failed_requests} of {r.requests} requests failed{worse}: {reasons}")
     if r.first_error:
         ranks = f" (ranks {','.join(map(str, r.error_ranks))})" if r.error_ranks else ""
         notes.append(f"{r.first_error}{ranks}")
@@ -361,7 +373,8 @@ def _md_cells(r: LedgerRow) -> list[str]:
     cells = [r.name, r.status, mean, ci, delta, r.verdict or NA, num(r.accept_length),
              num(r.startup_s, ".1f"), gib(mem), pcie,
              diff_text(r.diff) or "-", "; ".join(notes)]
-    return [c.replace("|", "\\|").replace("\n", " ") for c in cells]
+    # a first error and a trial name come from logs and plans: escaped, never Markdown or HTML
+    return [cell(c) for c in cells]
 
 
 def _atomic_write(path: Path, text: str) -> None:
