@@ -147,6 +147,47 @@ def test_campaign_of_four_trials_two_in_flight(slurm_conf, tmp_path):
     end = parse_time(job_record(slurm_conf, oom["slurm_job_id"])["EndTime"]).timestamp()
     assert end - alert_t_s < 5.0 + 1.0  # Slurm stamps whole seconds
 
+    # --resume: every trial has its row, so nothing is submitted again
+    again = run_trials(slurm_conf, plan, tmp_path, "--resume")
+    assert again.returncode == 0, again.stdout[-2000:]
+    assert again.stdout.count("already in the ledger") == 4 and "sbatch" not in again.stdout
+    assert [r["slurm_job_id"] for r in json.loads((tmp_path / "ledger.json").read_text())] == ids
+
+
+MISBEHAVING = """
+[slurm]
+in_flight = 2
+gpus_per_node = 8
+
+[baseline]
+model = "Qwen/Qwen3-8B"
+flags = {tp = 8}
+bench = {runs = 1000, max_new_tokens = 64}
+timeouts = {ready_s = 60, run_s = 60}
+# dies without a word 6 s after it starts: SIGKILL, as the kernel's OOM killer would
+slurm = {launcher = 'timeout -s KILL 6 {command} --host {host} --port {port}'}
+
+[[trial]]
+name = "bad-flag"
+flags = {no-such-flag = 1}
+slurm = {launcher = '{command} --host {host} --port {port}'}
+"""
+
+
+def test_a_silent_death_and_a_refused_flag(slurm_conf, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(MISBEHAVING)
+    done = run_trials(slurm_conf, plan, tmp_path)
+    assert wait_empty_queue(slurm_conf, 5) == []
+    rows = {r["name"]: r for r in json.loads((tmp_path / "ledger.json").read_text())}
+    dead = rows["baseline"]
+    assert dead["status"] == "crash" and dead["slurm_state"] == "FAILED", done.stdout[-3000:]
+    assert dead["first_error"] == "server exited with code 137"  # Slurm's exit code of the job
+    refused = rows["bad-flag"]  # preflight on this host: never submitted
+    assert refused["status"] == "preflight" and refused["slurm_job_id"] is None
+    assert "no-such-flag" in refused["first_error"]
+    assert done.stdout.count("sbatch ") == 1
+
 
 LONG = """
 [slurm]
