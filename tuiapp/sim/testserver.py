@@ -19,6 +19,15 @@ unexpected field), ``no_done`` (no ``data: [DONE]``), ``usage_in_last_chunk`` (u
 on the finishing chunk), ``role_first`` (a role-only first chunk), ``no_usage``,
 ``one_at_a_time`` (HTTP 429 while another stream is running), ``interrupt`` (a new request
 ends the running stream, as llama-cpp-python does).
+
+Overload and failure, for the load tests (tests/test_overload.py): ``max_running`` streams
+decode at once and ``max_queued`` more wait for a slot (FIFO); beyond that a request is
+refused as ``queue_full`` says (``429``: HTTP 429 in SGLang's error shape; ``503``: the HTTP
+503 SGLang 0.5.23 gives a non-streaming request; ``abort``: HTTP 200 and 0.5.23's in-stream
+abort chunk). ``fail_every`` k: every k-th generation request answers HTTP 500;
+``empty_output``: every stream finishes with no output token; ``die_after`` N: the N+1-th
+generation request finds the server gone (it closes every connection and stops listening, as
+a killed server). ``peak_running`` is the most streams that were decoding at once.
 """
 
 from __future__ import annotations
@@ -57,6 +66,14 @@ class FakeSGLang:
     interrupt: bool = False  # a new request ends the running stream ([DONE], no finish reason)
     models_fail: bool = False  # GET /v1/models answers 500 (transformers serve 5.17 without its hub cache)
     pinned: bool = False  # a request naming another model than ``model`` gets 400 (transformers serve MODEL)
+    max_running: int = 0  # 0: no cap
+    max_queued: int = 0  # with max_running: how many may wait for a slot
+    queue_full: str = "429"  # 429 | 503 | abort: how a request beyond the queue is refused
+    fail_every: int = 0  # every k-th generation request answers HTTP 500
+    empty_output: bool = False
+    die_after: int = 0  # the server dies when generation request N+1 arrives
+    peak_running: int = 0
+    queue_refused: int = 0  # requests refused because the queue was full
     refused: int = 0  # requests answered 422 or 429
     streaming: int = 0
     requests: int = 0
@@ -88,6 +105,9 @@ class FakeSGLang:
     def __post_init__(self) -> None:
         self._conns: set[Connection] = set()
         self._running: set[asyncio.Event] = set()
+        self._generations = 0  # generation requests received
+        self._decoding = 0
+        self._waiting: deque[asyncio.Future] = deque()
 
     # ------------------------------------------------------------ HTTP
 
@@ -129,6 +149,16 @@ class FakeSGLang:
             if self.one_at_a_time and self.streaming:
                 self.refused += 1
                 return conn.respond(429, b'{"error": {"message": "server busy"}}')
+            self._generations += 1
+            if self.die_after and self._generations > self.die_after:
+                conn.transport.abort()
+                if self._server is not None:
+                    asyncio.ensure_future(self.stop())
+                return None
+            if self.fail_every and self._generations % self.fail_every == 0:
+                return conn.respond(500, b'{"object": "error", "message": "Internal server error", "type": "InternalServerError", "param": null, "code": 500}')
+            if self.max_running and not await self._slot(conn, path, body):
+                return None
             if self.interrupt:
                 for cut in self._running:
                     cut.set()
@@ -140,7 +170,64 @@ class FakeSGLang:
             finally:
                 self.streaming -= 1
                 self._running.discard(cut)
+                if self.max_running:
+                    self._free_slot()
         return conn.respond(404, b'{"detail": "Not Found"}')
+
+    async def _slot(self, conn: Connection, path: str, body: dict[str, Any]) -> bool:
+        """Take a decode slot, waiting in the queue for one; False when refused or gone."""
+        if self._decoding < self.max_running and not self._waiting:
+            self._take_slot()
+            return True
+        if len(self._waiting) >= self.max_queued:
+            self.queue_refused += 1
+            self._refuse_queue_full(conn, path, body)
+            return False
+        turn = asyncio.get_running_loop().create_future()
+        self._waiting.append(turn)
+        try:
+            await turn
+        except asyncio.CancelledError:
+            if turn in self._waiting:
+                self._waiting.remove(turn)
+            elif turn.done() and not turn.cancelled():
+                self._free_slot()  # handed a slot just as it went away
+            raise
+        if conn.closed:
+            self._free_slot()
+            return False
+        return True
+
+    def _take_slot(self) -> None:
+        self._decoding += 1
+        self.peak_running = max(self.peak_running, self._decoding)
+
+    def _free_slot(self) -> None:
+        self._decoding -= 1
+        while self._waiting and self._decoding < self.max_running:
+            turn = self._waiting.popleft()
+            if not turn.done():
+                self._take_slot()
+                turn.set_result(None)
+
+    def _refuse_queue_full(self, conn: Connection, path: str, body: dict[str, Any]) -> None:
+        message = "The request queue is full."  # SGLang's scheduler, --max-queued-requests
+        if self.queue_full == "abort" and body.get("stream", True):
+            conn.start_stream()
+            if path == "/generate":
+                meta = {"id": "r", "finish_reason": {"type": "abort", "status_code": 503, "message": message},
+                        "weight_version": "default", "e2e_latency": 0.0005, "completion_tokens": 0}
+                chunk = {"text": "", "output_ids": [], "meta_info": meta}
+            else:
+                chunk = {"error": {"object": "error", "message": message, "type": "SERVICE_UNAVAILABLE", "param": None,
+                                   "code": 503}}
+            conn.send(b"data: " + orjson.dumps(chunk) + b"\n\ndata: [DONE]\n\n")
+            conn.end_stream()
+            return
+        status = 429 if self.queue_full == "429" else 503
+        kind = "TOO_MANY_REQUESTS" if status == 429 else "503"
+        conn.respond(status, orjson.dumps({"object": "error", "message": message, "type": kind, "param": None,
+                                           "code": status}))
 
     def _server_info(self) -> dict[str, Any]:
         args = {
@@ -209,6 +296,22 @@ class FakeSGLang:
         conn.start_stream()
         if isinstance(fault, bytes):  # a test's own stream body, sent as is
             conn.send(fault)
+            conn.end_stream()
+            return
+        if self.empty_output:  # finishes at once with no output token (an EOS first, a broken template)
+            await asyncio.sleep(self.prefill_s)
+            if path == "/generate":
+                meta = {"id": "r", "finish_reason": {"type": "stop", "matched": 2}, "prompt_tokens": 30,
+                        "completion_tokens": 0, "cached_tokens": 0, "e2e_latency": self.prefill_s}
+                conn.send(b"data: " + orjson.dumps({"text": "", "output_ids": [], "meta_info": meta}) + b"\n\n")
+            else:
+                chat = path.endswith("chat/completions")
+                choice: dict[str, Any] = {"index": 0, "finish_reason": "stop"}
+                choice.update({"delta": {"role": "assistant", "content": ""}} if chat else {"text": ""})
+                usage = {"prompt_tokens": 30, "completion_tokens": 0, "total_tokens": 30}
+                conn.send(b"data: " + orjson.dumps({"id": "c", "model": self.model, "choices": [choice]}) + b"\n\n")
+                conn.send(b"data: " + orjson.dumps({"id": "c", "choices": [], "usage": usage}) + b"\n\n")
+            conn.send(b"data: [DONE]\n\n")
             conn.end_stream()
             return
         sizes = [1]
@@ -313,13 +416,21 @@ def main(argv: list[str] | None = None) -> None:
                  "interrupt", "models-fail", "pinned"):
         quirks.add_argument(f"--{flag}", action="store_true")
     quirks.add_argument("--refuse-field", action="append", default=[], metavar="NAME", help="HTTP 422 when sent")
+    load = p.add_argument_group("overload and failure")
+    load.add_argument("--max-running", type=int, default=0, help="streams decoding at once (0: no cap)")
+    load.add_argument("--max-queued", type=int, default=0, help="requests that may wait for a slot")
+    load.add_argument("--queue-full", choices=("429", "503", "abort"), default="429")
+    load.add_argument("--fail-every", type=int, default=0, metavar="K", help="every K-th request answers 500")
+    load.add_argument("--empty-output", action="store_true")
+    load.add_argument("--die-after", type=int, default=0, metavar="N", help="stop listening at request N+1")
     a = p.parse_args(argv)
     srv = FakeSGLang(
         prefill_s=a.prefill_ms / 1000, step_s=a.step_ms / 1000, tokens_per_chunk=a.tokens_per_chunk,
         spec=a.spec, api_key=a.api_key, openai_only=a.openai_only, no_done=a.no_done,
         usage_in_last_chunk=a.usage_in_last_chunk, role_first=a.role_first, no_usage=a.no_usage,
         one_at_a_time=a.one_at_a_time, interrupt=a.interrupt, refuse_fields=frozenset(a.refuse_field),
-        models_fail=a.models_fail, pinned=a.pinned,
+        models_fail=a.models_fail, pinned=a.pinned, max_running=a.max_running, max_queued=a.max_queued,
+        queue_full=a.queue_full, fail_every=a.fail_every, empty_output=a.empty_output, die_after=a.die_after,
     )
 
     async def serve() -> None:
