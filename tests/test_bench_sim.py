@@ -99,3 +99,19 @@ async def test_loop_waits_while_the_simulator_restarts():
     assert "waiting_server" in states and states[-1] == "done"
     runs = [e for e in events if isinstance(e, RunDone)]
     assert len(runs) == 6 and runs[-1].errors == 0
+
+
+async def test_check_output_hashes_the_first_prompts_the_same_way_twice(eagle):
+    from tuiapp.events import OutputCheck
+
+    digests = []
+    for _ in range(2):
+        events = []
+        loop = BenchLoop(events.append, eagle.url, settings(runs=1, check_output=True, flush_cache=False))
+        await asyncio.wait_for(loop.run(), 60)
+        (check,) = [e for e in events if isinstance(e, OutputCheck)]
+        digests.append(check.digests)
+    assert len(digests[0]) == 4 and digests[0] == digests[1]  # greedy output, one at a time: the same
+    assert len(set(digests[0].values())) == 4  # four prompts, four texts
+    with pytest.raises(ValueError, match="temperature 0"):
+        settings(check_output=True, temperature=0.7)

@@ -365,6 +365,16 @@ class Note(_Event):
     source: str = ""
 
 
+class OutputCheck(_Event):
+    """The benchmark's output at temperature 0 (bench ``check_output``): a digest of each
+    checked prompt's text, sent one at a time before the runs; a trial whose digests differ
+    from its reference's produced other output, and its speed is not comparable."""
+
+    kind: Literal["output_check"] = "output_check"
+    digests: dict[str, str]  # prompt index -> sha256 of the output text (16 hex digits)
+    trial: str | None = None
+
+
 class ReplaySeek(_Event):
     """Replay jumped: clear what you show; the state at ``position_s`` is published next."""
 
@@ -375,7 +385,7 @@ class ReplaySeek(_Event):
 Event = Annotated[
     ServerState | ServerInfo | LogLine | ServerStats | Alert | BenchState | RequestDone
     | RunDone | PointDone | BenchSummary | GpuSample | HostSample | TrialState | TrialResult | Note
-    | ReplaySeek | TrialJob,
+    | ReplaySeek | TrialJob | OutputCheck,
     Field(discriminator="kind"),
 ]
 EVENT_ADAPTER: TypeAdapter[Event] = TypeAdapter(Event)

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
 import itertools
 import random
 import re
@@ -54,6 +55,7 @@ from tuiapp.events import (
     BenchState,
     BenchSummary,
     Note,
+    OutputCheck,
     PointDone,
     RunDone,
     RunFigures,
@@ -295,6 +297,8 @@ class BenchLoop:
                 self._note("error", f"every warm-up request failed ({len(failures)} of {s.warmup_requests}):"
                                     f" {self.warmup_failed}; stopping")
                 raise _WarmupFailed
+        if s.check_output and not self._stop.is_set():
+            await self._check_output(client)
         if s.flush_cache:
             await self._flush_cache(client)
 
@@ -568,6 +572,28 @@ class BenchLoop:
         # not ready yet. Servers without /health answer 404: good enough.
         return resp.status_code != 503
 
+    async def _check_output(self, client: httpx.AsyncClient, prompts: int = 4) -> None:
+        """bench check_output: the first prompts one at a time (batching can change greedy
+        output), not streamed, their text hashed into an OutputCheck event."""
+        s = self.settings
+        digests: dict[str, str] = {}
+        for i, prompt in enumerate(self._prompts[:prompts]):
+            body = orjson.loads(build_payload(s.api, prompt, s, self._model, self._omit))
+            body["stream"] = False
+            body.pop("stream_options", None)
+            try:
+                resp = await client.post(self._url, content=orjson.dumps(body), timeout=s.timeouts.first_token_s * 4,
+                                         headers={"content-type": "application/json"})
+                text = _output_text(resp.json()) if resp.status_code == 200 else None
+            except (httpx.HTTPError, ValueError) as exc:
+                self._note("warning", f"output check: prompt {i} failed ({type(exc).__name__}); not checked")
+                continue
+            if text is None:
+                self._note("warning", f"output check: prompt {i} got HTTP {resp.status_code} or no text; not checked")
+                continue
+            digests[str(i)] = hashlib.sha256(text.encode("utf-8", "replace")).hexdigest()[:16]
+        self.publish(OutputCheck(digests=digests, trial=self.trial))
+
     async def _flush_cache(self, client: httpx.AsyncClient) -> None:
         try:
             resp = await client.post(self.base_url + "/flush_cache", timeout=10.0)
@@ -591,6 +617,24 @@ class BenchLoop:
 
     def _note(self, level: str, text: str) -> None:
         self.publish(Note(level=level, text=text, source="bench"))
+
+
+def _output_text(obj: Any) -> str | None:
+    """The generated text of a non-streamed answer: /generate's ``text``, a completion's
+    ``choices[0].text``, a chat completion's ``choices[0].message.content``."""
+    if isinstance(obj, list) and obj:
+        obj = obj[0]
+    if not isinstance(obj, dict):
+        return None
+    if isinstance(obj.get("text"), str):
+        return obj["text"]
+    choices = obj.get("choices")
+    if isinstance(choices, list) and choices and isinstance(choices[0], dict):
+        choice = choices[0]
+        message = choice.get("message")
+        text = message.get("content") if isinstance(message, dict) else choice.get("text")
+        return text if isinstance(text, str) else None
+    return None
 
 
 def _refused_text(body: str) -> str:

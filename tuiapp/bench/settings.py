@@ -70,6 +70,9 @@ class BenchSettings(BaseModel):
     slo_e2e_ms: float | None = Field(None, gt=0)
     find_max_load: bool = False
     max_search_points: int = Field(8, ge=2)  # bound on --find-max-load's probes
+    # a plan's opt-in: before the runs, the first prompts one at a time at temperature 0, their
+    # output hashed; a trial whose output differs from its reference's is invalid (the ledger)
+    check_output: bool = False
 
     @model_validator(mode="before")
     @classmethod
@@ -97,6 +100,8 @@ class BenchSettings(BaseModel):
     def _consistent(self) -> BenchSettings:
         if self.sweep is not None and not self.sweep_values:
             raise ValueError("sweep needs at least one value")
+        if self.check_output and self.temperature != 0:
+            raise ValueError("check_output needs temperature 0 (sampled output differs by chance)")
         if self.find_max_load and not self.has_slo:
             raise ValueError("find_max_load needs an SLO (slo = 'ttft_ms=..,tpot_ms=..')")
         for mean, spread, name in ((self.input_tokens, self.input_spread, "input_tokens"),

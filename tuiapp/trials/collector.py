@@ -14,6 +14,7 @@ from tuiapp.events import (
     Alert,
     BenchSummary,
     GpuSample,
+    OutputCheck,
     PointDone,
     RunDone,
     RunFigures,
@@ -47,6 +48,7 @@ class TrialCollector:
         self.failed_by_reason: Counter = Counter()  # outcome -> failed requests
         self.output_tokens = 0
         self.numerical_faults = 0
+        self.output_digests: dict[str, str] = {}  # bench check_output: prompt index -> digest
 
     @property
     def benchmarking(self) -> bool:
@@ -67,6 +69,8 @@ class TrialCollector:
                 self.alerts[key] = event
         elif isinstance(event, RunDone):
             self.runs.append(RunFigures(event))
+        elif isinstance(event, OutputCheck):
+            self.output_digests = dict(event.digests)
         elif isinstance(event, PointDone):
             self.points.append(event)
         elif isinstance(event, BenchSummary):

@@ -95,6 +95,8 @@ class LedgerRow(BaseModel):
     output_tokens: int | None = None
     invalid: list[str] = Field(default_factory=list)  # why its measurement cannot be judged
     error_verdict: str | None = None  # worse | within noise | n/a: failed requests vs its reference
+    output_digests: dict[str, str] = Field(default_factory=dict)  # bench check_output: prompt -> digest
+    output_mismatch: str | None = None  # its output at temperature 0 differs from its reference's
     # The Slurm job behind the row (trials --slurm; tuiapp.slurm.runner.fill_slurm_fields)
     slurm_job_id: str | None = None
     slurm_state: str | None = None  # COMPLETED | FAILED | TIMEOUT | CANCELLED | OUT_OF_MEMORY | NODE_FAIL ...
@@ -182,10 +184,11 @@ class Ledger:
             row.verdict = row.p_value = row.delta_tok_s = row.delta_pct = row.error_verdict = None
             row.point_verdicts, row.crossings = [], []
             ref_ok = ref is not None and ref.status == OK
+            row.output_mismatch = _output_mismatch(row, ref) if ref_ok else None  # type: ignore[arg-type]
             if row.status == OK and ref_ok and ref.requests and row.requests:  # type: ignore[union-attr]
                 row.error_verdict = judge.error_rate_verdict(ref.failed_requests, ref.requests,  # type: ignore[union-attr]
                                                              row.failed_requests, row.requests)[0]
-            if row.status == OK and row.invalid:
+            if row.status == OK and (row.invalid or row.output_mismatch):
                 row.verdict = "invalid"
             elif row.status == OK and ref_ok and row.points and ref.points:  # type: ignore[union-attr]
                 row.point_verdicts = judge.compare_points(ref.points, row.points,  # type: ignore[union-attr]
@@ -239,7 +242,7 @@ class Ledger:
             return objective_values(r, objective)
 
         def demoted(r: LedgerRow) -> str | None:
-            if r.invalid:
+            if r.invalid or r.output_mismatch:
                 return "invalid"
             return "more errors" if r.error_verdict == "worse" else None
 
@@ -329,7 +332,7 @@ class Ledger:
                      peak_mem_max_bytes=max(r.peak_mem_bytes.values(), default=None),
                      error_ranks=" ".join(map(str, r.error_ranks)), diff=diff_text(r.diff),
                      errors_by_reason=" ".join(f"{k}={v}" for k, v in r.errors_by_reason.items()),
-                     invalid="; ".join(r.invalid))
+                     invalid="; ".join([*r.invalid, *([r.output_mismatch] if r.output_mismatch else [])]))
             writer.writerow(["" if d.get(c) is None else d.get(c) for c in cols])
         return buf.getvalue()
 
@@ -355,8 +358,8 @@ def _md_cells(r: LedgerRow) -> list[str]:
     notes = []
     if r.dead_end:
         notes.append("DEAD END")
-    if r.invalid:
-        notes.append("invalid: " + ", ".join(r.invalid))
+    if r.invalid or r.output_mismatch:
+        notes.append("invalid: " + ", ".join([*r.invalid, *([r.output_mismatch] if r.output_mismatch else [])]))
     if r.headline:
         notes.append(f"headline {r.headline.replace('_', ' ')}")
     if r.failed_requests:
@@ -386,3 +389,12 @@ def _load_key(point: dict[str, Any]) -> str | None:
     """"concurrency=64" / "request_rate=8": how a row names its headline load."""
     load = judge.load_of(point)
     return None if load is None else f"{load[0]}={load[1]:g}"
+
+
+def _output_mismatch(row: LedgerRow, ref: LedgerRow) -> str | None:
+    """bench check_output: the prompts both checked whose output differs from the reference's."""
+    common = sorted(set(row.output_digests) & set(ref.output_digests), key=int)
+    differ = [k for k in common if row.output_digests[k] != ref.output_digests[k]]
+    if not differ:
+        return None
+    return f"output differs from {ref.name}'s at temperature 0 on {len(differ)} of {len(common)} prompts"

@@ -379,6 +379,7 @@ class PlanRunner:
         row.failed_requests = sum(collector.failed_by_reason.values())
         row.errors_by_reason = dict(sorted(collector.failed_by_reason.items()))
         row.output_tokens = collector.output_tokens if collector.requests else None
+        row.output_digests = dict(collector.output_digests)
         row.invalid = invalid_reasons(requests=row.requests, failed=row.failed_requests, output_tokens=row.output_tokens,
                                       runs=len(collector.runs), numerical_faults=collector.numerical_faults)
         row.mean_ttft_s = collector.mean_ttft_s()
