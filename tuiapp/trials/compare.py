@@ -26,7 +26,7 @@ from tuiapp.bench import verdict as judge
 
 # metric -> higher is better
 METRICS: dict[str, bool] = {"decode_tok_s": True, "output_tok_s": True, "ttft_s": False, "tpot_s": False}
-POINT_METRICS: dict[str, bool] = {"request_throughput_req_s": True, "served_request_rate": True,
+POINT_METRICS: dict[str, bool] = {"served_request_rate": True,
                                   "goodput_req_s": True, "ttft_p50_ms": False, "ttft_p99_ms": False,
                                   "tpot_p50_ms": False, "e2e_p50_ms": False}
 ERRORS = "failed_share"
