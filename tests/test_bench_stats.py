@@ -5,7 +5,8 @@ import math
 
 import pytest
 
-from tuiapp.common.stats import ci95, mean, sd, t_quantile, t_sf_two_sided, verdict, welch
+from tuiapp.bench.verdict import welch_compare
+from tuiapp.common.stats import ci95, mean, sd, t_quantile, t_sf_two_sided, welch
 
 CAMPAIGN_GOOD = [89.8, 89.8, 89.3, 89.3, 89.3]
 CAMPAIGN_OLD = [82.0, 82.5, 81.9, 82.2, 82.1]
@@ -74,7 +75,7 @@ def test_welch_degenerate_cases():
 
 
 def test_verdict():
-    assert verdict(CAMPAIGN_OLD, CAMPAIGN_GOOD) == "faster"
-    assert verdict(CAMPAIGN_GOOD, CAMPAIGN_OLD) == "slower"
-    assert verdict([89.5, 89.9, 89.1], [89.7, 90.4, 89.0, 90.1]) == "within noise"
-    assert verdict([82.0], CAMPAIGN_GOOD) == "within noise"  # one run shows no noise
+    assert welch_compare(CAMPAIGN_OLD, CAMPAIGN_GOOD).verdict == "faster"
+    assert welch_compare(CAMPAIGN_GOOD, CAMPAIGN_OLD).verdict == "slower"
+    assert welch_compare([89.5, 89.9, 89.1], [89.7, 90.4, 89.0, 90.1]).verdict == "within noise"
+    assert welch_compare([82.0], CAMPAIGN_GOOD).verdict.startswith("n/a")  # one run shows no noise

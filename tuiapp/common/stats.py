@@ -12,8 +12,6 @@ import functools
 import math
 from collections.abc import Sequence
 
-Verdict = str  # "faster" | "slower" | "within noise"
-
 
 def mean(xs: Sequence[float]) -> float | None:
     return sum(xs) / len(xs) if xs else None
@@ -145,20 +143,6 @@ def welch(a: Sequence[float], b: Sequence[float]) -> tuple[float, float, float]:
     t = (mb - ma) / math.sqrt(se2)
     dof = se2 * se2 / ((va * va) / (na - 1) + (vb * vb) / (nb - 1))
     return (t, dof, t_sf_two_sided(t, dof))
-
-
-def verdict(baseline_runs: Sequence[float], trial_runs: Sequence[float], *, alpha: float = 0.05) -> Verdict:
-    """Is the trial faster or slower than the baseline beyond run-to-run noise?
-
-    Higher is better (tok/s). Fewer than two runs on a side cannot show noise, so it is
-    "within noise" rather than a guess.
-    """
-    if len(baseline_runs) < 2 or len(trial_runs) < 2:
-        return "within noise"
-    t, _dof, p = welch(baseline_runs, trial_runs)
-    if p < alpha:
-        return "faster" if t > 0 else "slower"
-    return "within noise"
 
 
 # ---------------------------------------------------------------- bounded percentiles

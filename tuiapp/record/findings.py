@@ -15,8 +15,9 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from tuiapp.bench.verdict import welch_compare
 from tuiapp.common.numfmt import GIB, NA, num
-from tuiapp.common.stats import ci95, mean, sd, verdict
+from tuiapp.common.stats import ci95, mean, sd
 from tuiapp.events import Alert, BenchState, GpuSample, RunDone, ServerState, TrialResult, _Event
 from tuiapp.record.markdown import hms, table, text
 from tuiapp.record.reading import Recording
@@ -182,7 +183,7 @@ def findings(facts: list[TrialFacts], start_t_s: float, results: list[TrialResul
         delta = (mean(f.decode) or 0.0) - (mean(base.decode) or 0.0)
         pct = 100 * delta / (mean(base.decode) or 1.0)
         out.append(f"- {text(f.name)} vs {text(base.name)}: {delta:+.2f} tok/s ({pct:+.1f}%), "
-                   f"{verdict(base.decode, f.decode)} (Welch, 5%; n={len(base.decode)} vs {len(f.decode)}).")
+                   f"{welch_compare(base.decode, f.decode).verdict} (Welch, 5%; n={len(base.decode)} vs {len(f.decode)}).")
     for f in measured:
         base = against.get(f.name)
         mine, theirs = f.pcie_mean_bytes_s, base.pcie_mean_bytes_s if base is not None else None
