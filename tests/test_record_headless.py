@@ -48,7 +48,7 @@ def test_headless_record_replays_to_the_same_output_without_textual(tmp_path: Pa
     assert main(["replay", str(rec), "--headless"]) == 0
     assert capsys.readouterr().out == live
     run_lines = [line for line in live.splitlines() if " run " in line]
-    assert run_lines and all("decode=" in line and "tok/s" in line and "ttft=" in line for line in run_lines)
+    assert run_lines and all("decode=" in line and "tok/s/stream" in line and "ttft_mean=" in line for line in run_lines)
     assert any(" ALERT " in line and "oom" in line and "ranks=0,1,2,3,4,5,6,7" in line for line in live.splitlines())
     gpu_lines = [line for line in live.splitlines() if " gpus " in line]
     assert 40 <= len(gpu_lines) <= 61  # one compact line per ~10 s of a 600 s recording, not 4800 samples

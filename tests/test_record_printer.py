@@ -26,7 +26,7 @@ def test_lines_per_fact_alert_updates_and_gpu_cadence() -> None:
     alert_lines = [line for line in lines if " ALERT " in line]
     assert "assertion error new ranks=3 line=40" in alert_lines[0] and "update ranks=3,5" in alert_lines[1]
     run = next(line for line in lines if " run " in line)
-    assert "decode=89.8 tok/s output=88.4 tok/s ttft=45.1 ms tpot=11.13 ms accept=2.31" in run
+    assert "decode=89.8 tok/s/stream output=88.4 tok/s/aggregate ttft_mean=45.1 ms tpot_mean=11.13 ms accept=2.31" in run
     gpu = next(line for line in lines if " gpus " in line)
     assert "mem max gpu7 77.0/96.0 GiB" in gpu and "pcie rx sum 36.00 GB/s max gpu7 8.00" in gpu
     assert "warning [nvml] telemetry off" in lines[-1]

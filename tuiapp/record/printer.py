@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from typing import Any, TextIO
 
+from tuiapp.common.labels import AGGREGATE, PER_STREAM, REQ_S
 from tuiapp.common.numfmt import GIB, num
 from tuiapp.common.redact import mask
 from tuiapp.common.stats import ci95, mean, sd
@@ -55,31 +56,98 @@ def _duration(seconds: float) -> str:
     return f"{h}h{m:02d}m{s:02d}s" if h else f"{m}m{s:02d}s"
 
 
+def _reasons(errors_by_reason: dict[str, int]) -> str:
+    """``refused 3, timeout 1``: failed requests by reason, the commonest first."""
+    return ", ".join(f"{k} {n}" for k, n in sorted(errors_by_reason.items(), key=lambda kv: (-kv[1], kv[0])))
+
+
+def point_load(ev: PointDone) -> str:
+    """The load a point ran at, as its column head: ``c=8`` or ``4 req/s``."""
+    return f"{ev.request_rate:g} req/s" if ev.request_rate is not None else f"c={ev.concurrency}"
+
+
 def point_line(ev: PointDone) -> str:
-    """One load point: the figures of the throughput-latency curve, and goodput with an SLO."""
+    """One load point: the figures of the throughput-latency curve, and goodput with an SLO.
+    Every figure names its kind (aggregate, percentile) and unit (tuiapp/common/labels.py)."""
     trial = f" trial={ev.trial}" if ev.trial else ""
     if ev.request_rate is not None:
-        load = f"rate={ev.request_rate:g} req/s achieved={num(ev.sent_request_rate, '.2f')}"
+        load = (f"rate={ev.request_rate:g} req/s offered={num(ev.offered_request_rate, '.2f')}"
+                f" sent={num(ev.sent_request_rate, '.2f')} served={num(ev.served_request_rate, '.2f')} req/s")
     else:
         load = f"concurrency={ev.concurrency}"
     good = (f" goodput={num(ev.goodput_req_s, '.2f')} req/s met={ev.goodput_share:.0%}"
             if ev.goodput_share is not None else "")
+    why = f" ({_reasons(ev.errors_by_reason)})" if ev.errors and ev.errors_by_reason else ""
     return (
-        f"{load}{trial} output={num(ev.output_tok_s, '.1f')} tok/s req={num(ev.request_throughput_req_s, '.2f')}/s"
+        f"{load}{trial} output={num(ev.output_tok_s, '.1f')} {AGGREGATE}"
+        f" requests={num(ev.request_throughput_req_s, '.2f')} {REQ_S}"
         f" ttft p50/p99={num(ev.ttft_p50_ms, '.1f')}/{num(ev.ttft_p99_ms, '.1f')} ms"
         f" tpot p50/p99={num(ev.tpot_p50_ms, '.2f')}/{num(ev.tpot_p99_ms, '.2f')} ms"
-        f" e2e p50={num(ev.e2e_p50_ms, '.0f')} ms{good} runs={ev.runs} reqs={ev.requests} errors={ev.errors}"
+        f" e2e p50={num(ev.e2e_p50_ms, '.0f')} ms{good} runs={ev.runs} reqs={ev.requests} errors={ev.errors}{why}"
     )
 
 
 def run_line(ev: RunDone) -> str:
+    """One run: decode per stream (what one user sees) and output aggregate (what the server
+    delivers), TTFT and TPOT as means over the run's requests."""
     trial = f" trial={ev.trial}" if ev.trial else ""
     why = f" ({_short(ev.first_error)})" if ev.errors and ev.first_error else ""
     return (
-        f"#{ev.run_index}{trial} decode={num(ev.decode_tok_s, '.1f')} tok/s output={num(ev.output_tok_s, '.1f')} tok/s"
-        f" ttft={num(_ms(ev.ttft_s), '.1f')} ms tpot={num(_ms(ev.tpot_s), '.2f')} ms"
+        f"#{ev.run_index}{trial} decode={num(ev.decode_tok_s, '.1f')} {PER_STREAM}"
+        f" output={num(ev.output_tok_s, '.1f')} {AGGREGATE}"
+        f" ttft_mean={num(_ms(ev.ttft_s), '.1f')} ms tpot_mean={num(_ms(ev.tpot_s), '.2f')} ms"
         f" accept={num(ev.accept_length, '.2f')} reqs={ev.requests} errors={ev.errors}{why}"
     )
+
+
+# The closing summary's table of load points: vLLM's `bench serve` names and units, a column per
+# load (its block is one load; a sweep is several side by side).
+_POINT_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("Successful requests", "served", "d"),
+    ("Failed requests", "errors", "d"),
+    ("Benchmark duration (s)", "duration_s", ".1f"),
+    ("Request throughput (req/s)", "request_throughput_req_s", ".2f"),
+    ("Output token throughput (tok/s)", "output_tok_s", ".1f"),
+    ("Decode per stream (tok/s)", "decode_tok_s", ".1f"),
+    ("Median TTFT (ms)", "ttft_p50_ms", ".1f"),
+    ("P90 TTFT (ms)", "ttft_p90_ms", ".1f"),
+    ("P99 TTFT (ms)", "ttft_p99_ms", ".1f"),
+    ("Median TPOT (ms)", "tpot_p50_ms", ".2f"),
+    ("P90 TPOT (ms)", "tpot_p90_ms", ".2f"),
+    ("P99 TPOT (ms)", "tpot_p99_ms", ".2f"),
+    ("Median ITL (ms)", "itl_p50_ms", ".2f"),
+    ("P99 ITL (ms)", "itl_p99_ms", ".2f"),
+    ("Median E2EL (ms)", "e2e_p50_ms", ".0f"),
+    ("P99 E2EL (ms)", "e2e_p99_ms", ".0f"),
+    ("Goodput (req/s)", "goodput_req_s", ".2f"),
+)
+
+
+def points_table(points: list[PointDone]) -> list[str]:
+    """The load points as vLLM's `bench serve` result block names its figures, one column per
+    load (a trial's name over its loads when there are several trials)."""
+    if not points:
+        return []
+    trials = {p.trial for p in points}
+    heads = [(f"{p.trial} " if len(trials) > 1 and p.trial else "") + point_load(p) for p in points]
+    label_w = max(len(name) for name, _, _ in _POINT_ROWS)
+    cells: list[list[str]] = []
+    for name, attr, spec in _POINT_ROWS:
+        if attr == "served":
+            values = [p.requests - p.errors for p in points]
+        else:
+            values = [getattr(p, attr) for p in points]
+        if attr == "goodput_req_s" and all(v is None for v in values):
+            continue  # no SLO given
+        cells.append([name, *(num(v, spec) for v in values)])
+    col_w = [max(len(h), *(len(row[k + 1]) for row in cells)) for k, h in enumerate(heads)]
+    lines = ["  " + "load".ljust(label_w) + "".join(f"  {h:>{w}}" for h, w in zip(heads, col_w, strict=True))]
+    lines += ["  " + row[0].ljust(label_w) + "".join(f"  {c:>{w}}" for c, w in zip(row[1:], col_w, strict=True))
+              for row in cells]
+    failed = [f"{point_load(p)}: {_reasons(p.errors_by_reason)}" for p in points if p.errors and p.errors_by_reason]
+    if failed:
+        lines.append("  failed requests by reason: " + "; ".join(failed))
+    return lines
 
 
 def _short(text: str, limit: int = 120) -> str:
@@ -107,14 +175,17 @@ class Printer:
         self.first_t_s: float | None = None
         self.last_t_s: float | None = None
         self.runs: list[RunFigures] = []
+        self.points: list[PointDone] = []  # a sweep's few points, for the closing table
         self._pending_updates: dict[int, Alert] = {}
         self.alerts: dict[int, Alert] = {}  # by alert_id; id 0 (unset) gets a fresh key
         self.requests = 0
         self.request_errors = 0
+        self.errors_by_reason = Counter[str]()  # outcome (bench/outcome.py) -> failed requests
         self.requests_cancelled = 0  # cut off by our own stop: neither done nor failed
         self.notes = Counter[str]()
         self.trial_results: list[TrialResult] = []
         self.server_state: str | None = None
+        self.server_message = ""  # a failed start's reason, for the summary
         self.server_version: str | None = None
         self._latest_gpu: dict[int, GpuSample] = {}
         self._next_gpu_line_t_s: float | None = None
@@ -155,6 +226,7 @@ class Printer:
                 self._gpu(ev)
             case ServerState():
                 self.server_state = ev.state
+                self.server_message = ev.message
                 extra = [f"url={ev.url}" if ev.url else "", f"pid={ev.pid}" if ev.pid else ""]
                 if ev.exit_code is not None:
                     extra.append(f"exit={ev.exit_code}")
@@ -186,13 +258,18 @@ class Printer:
                 self.runs.append(RunFigures(ev))
                 self._print(ev.t_s, "run", run_line(ev))
             case PointDone():
+                self.points.append(ev)
                 self._print(ev.t_s, "point", point_line(ev))
             case RequestDone():
                 if ev.cancelled:
                     self.requests_cancelled += 1
                     return
                 self.requests += 1
-                self.request_errors += 0 if ev.ok else 1
+                failed = ev.outcome not in ("ok", "cancelled") if ev.outcome else not ev.ok
+                if failed:
+                    self.request_errors += 1
+                    if ev.outcome:  # recordings before outcomes: counted, with no reason
+                        self.errors_by_reason[ev.outcome] += 1
             case BenchSummary():
                 trial = f" trial={ev.trial}" if ev.trial else ""
                 ci = ev.ci95_decode_tok_s
@@ -200,7 +277,7 @@ class Printer:
                 self._print(
                     ev.t_s, "bench",
                     f"summary{trial} runs={ev.runs} decode mean={num(ev.mean_decode_tok_s, '.1f')}"
-                    f" sd={num(ev.sd_decode_tok_s, '.2f')}{ci_text} tok/s",
+                    f" sd={num(ev.sd_decode_tok_s, '.2f')}{ci_text} {PER_STREAM}",
                 )
             case BenchState():
                 self._print(ev.t_s, "bench", f"{ev.state} {ev.message}".rstrip())
@@ -289,31 +366,36 @@ class Printer:
         head = (
             f"summary: {_duration(span)}, {_count(len(self.runs), 'run')}, {_count(self.requests, 'request')}"
             f" ({self.request_errors} failed"
+            + (f": {_reasons(self.errors_by_reason)}" if self.errors_by_reason else "")
             + (f", {self.requests_cancelled} cancelled" if self.requests_cancelled else "")
             + f"), {_count(len(self.alerts), 'alert')}"
             + (f" ({kinds_text})" if kinds_text else "")
             + (", interrupted" if interrupted else "")
         )
         lines = [head]
-        rates = [r.decode_tok_s for r in self.runs if r.decode_tok_s is not None]
-        lines.append("  decode tok/s (all runs): " + _stats_text(rates))
-        trials: dict[str, list[RunFigures]] = {}
-        for r in self.runs:
-            if r.trial:
-                trials.setdefault(r.trial, []).append(r)
-        for name, runs in trials.items():
-            vals = [r.decode_tok_s for r in runs if r.decode_tok_s is not None]
-            accept = [r.accept_length for r in runs if r.accept_length is not None]
-            lines.append(
-                f"  trial {name}: {_stats_text(vals)}" + (f" accept={mean(accept):.2f}" if accept else "")
-            )
-        outs = [r.output_tok_s for r in self.runs if r.output_tok_s is not None]
-        if outs:
-            lines.append(f"  output tok/s mean {mean(outs):.1f}")
+        loads = {(p.trial, point_load(p)) for p in self.points}
+        if len(loads) <= len({p.trial for p in self.points}):  # one load per trial: its runs are one sample
+            rates = [r.decode_tok_s for r in self.runs if r.decode_tok_s is not None]
+            lines.append(f"  decode {PER_STREAM} over runs (all runs): " + _stats_text(rates))
+            trials: dict[str, list[RunFigures]] = {}
+            for r in self.runs:
+                if r.trial:
+                    trials.setdefault(r.trial, []).append(r)
+            for name, runs in trials.items():
+                vals = [r.decode_tok_s for r in runs if r.decode_tok_s is not None]
+                accept = [r.accept_length for r in runs if r.accept_length is not None]
+                lines.append(
+                    f"  trial {name}: {_stats_text(vals)}" + (f" accept={mean(accept):.2f}" if accept else "")
+                )
+            outs = [r.output_tok_s for r in self.runs if r.output_tok_s is not None]
+            if outs:
+                lines.append(f"  output {AGGREGATE} over runs: mean {mean(outs):.1f}")
+        lines += points_table(self.points)  # a sweep's loads side by side, never pooled
         for res in self.trial_results:
             lines.append(f"  result {res.name}: {res.status}")
         if self.server_state is not None:
-            lines.append(f"  server: last state {self.server_state}" + (f", sglang {self.server_version}" if self.server_version else ""))
+            lines.append(f"  server: last state {self.server_state}" + (f", sglang {self.server_version}" if self.server_version else "")
+                         + (f": {_short(self.server_message)}" if self.server_state == "failed" and self.server_message else ""))
         if self.notes:
             lines.append("  notes: " + ", ".join(f"{k} x{n}" for k, n in sorted(self.notes.items())))
         return "\n".join(lines)

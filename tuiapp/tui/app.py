@@ -73,6 +73,12 @@ class DashboardApp(App[int]):
         # figures and requests are only painted by the next frame: they wait for it (the
         # dashboard sets when) instead of waking the reader per burst.
         self.events = session.bus.subscribe("tui", maxlen=100_000, lazy_kinds=DENSE_KINDS)
+        # What the headless printer would say at the end, printed after q (attach and launch
+        # used to end silently): the printer's summary, fed by its own subscription.
+        from tuiapp.record.printer import NullStream, Printer
+
+        self.summary_printer = Printer(NullStream())
+        self._summary_events = session.bus.subscribe("summary", maxlen=100_000, lazy_kinds=DENSE_KINDS)
         from tuiapp.common.errors import UsageError
 
         try:
@@ -129,6 +135,7 @@ class DashboardApp(App[int]):
                 driver.on_gone = self._on_terminal_gone
                 if driver.terminal_gone:  # it died before we were listening
                     self._on_terminal_gone(driver.gone_reason or "terminal gone")
+        self.run_worker(self.summary_printer.run(self._summary_events), group="summary", exit_on_error=False)
         self._sources = self.run_worker(self.session.run(self._stop), group="sources",
                                         exit_on_error=False)
 
@@ -203,6 +210,13 @@ class DashboardApp(App[int]):
         if action in ("errors_only", "toggle_panel", "open_log"):
             return isinstance(self.screen, DashboardScreen)
         return True
+
+    def closing_summary(self) -> str:
+        """The session's summary for the terminal after the app is gone: the printer's, with
+        whatever was still queued for it."""
+        for event in self._summary_events.drain():
+            self.summary_printer.handle(event)
+        return self.summary_printer.summary(interrupted=self._quitting and not self.store.finished)
 
     def action_pause_resume(self) -> None:
         controls = self.session.controls
@@ -354,4 +368,10 @@ def run_app(session: SessionView, *, theme: str | None = None, screenshot_dir: P
     finally:
         for sig, handler in previous.items():  # ours point at an app that is gone
             signal.signal(sig, handler)
+    driver = textual_private.app_driver(app)
+    if not (isinstance(driver, GuardedLinuxDriver) and driver.terminal_gone):
+        try:
+            print(app.closing_summary(), flush=True)
+        except (OSError, ValueError):  # the terminal went with the app
+            pass
     return app.return_code or session.exit_code

@@ -240,6 +240,14 @@ class DashboardStore:
         longest wording that fits (the base's name goes first, then the tok/s)."""
         if not self.finished:
             return None
+        if not self.trials and self.points:  # a sweep: its loads, not one load's runs
+            best = max((p for p in self.points if p.output_tok_s is not None), key=lambda p: p.output_tok_s,
+                       default=None)
+            text = f"sweep done: {len(self.points)} load point{'s' if len(self.points) != 1 else ''}"
+            if best is not None:
+                load = f"{best.request_rate:g} req/s" if best.request_rate is not None else f"concurrency {best.concurrency}"
+                text += f", most output {best.output_tok_s:.1f} tok/s aggregate at {load}"
+            return text if width is None or len(text) <= width else text.split(", most")[0]
         if not self.trials:
             mean, sd, ci95, n = self.run_stats()
             text = f"benchmark done: {n} run{'s' if n != 1 else ''}"
@@ -385,7 +393,7 @@ class DashboardStore:
         if ev.request_rate is not None or ev.point_index or self.points:
             self.current_load = (f"{ev.request_rate:g} req/s" if ev.request_rate is not None
                                  else f"concurrency {ev.concurrency}")
-            self._bump("latency")
+            self._bump("latency", "curve")
         self._bump("throughput", "trials")  # the ledger shows the running trial's live mean
 
     def _on_PointDone(self, ev: PointDone) -> None:

@@ -50,11 +50,12 @@ def _server(out: list, t: float, *, model: str = "meta-llama/Llama-3.1-8B-Instru
 
 def _request(out: list, rng: random.Random, t: float, run: int, i: int, c: int, *, error: str | None = None) -> None:
     if error is not None:
-        out.append(RequestDone(t_s=t, run_index=run, request_index=i, ok=False, error=error))
+        outcome = "refused" if error.startswith("HTTP 429") else "timeout"
+        out.append(RequestDone(t_s=t, run_index=run, request_index=i, ok=False, error=error, outcome=outcome))
         return
     ttft = 0.030 + 0.004 * c + rng.uniform(0, 0.01 + 0.002 * c)
     tpot = 0.0105 + 0.0009 * c + rng.uniform(0, 0.001)
-    out.append(RequestDone(t_s=t, run_index=run, request_index=i, prompt_tokens=512, completion_tokens=256,
+    out.append(RequestDone(t_s=t, run_index=run, request_index=i, outcome="ok", prompt_tokens=512, completion_tokens=256,
                            ttft_s=ttft, tpot_s=tpot, e2e_s=ttft + 255 * tpot, decode_tok_s=1 / tpot,
                            chunks=256, finish_reason="length"))
 

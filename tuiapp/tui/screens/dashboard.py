@@ -213,7 +213,7 @@ class DashboardScreen(Screen):
         if mode == "campaign":
             first = len(s.trials) + 1
         elif mode == "curve":
-            first = 8 + (min(6, len(s.trials) + 1) if s.trials else 0)  # the curve's least
+            first = 12 + (min(6, len(s.trials) + 1) if s.trials else 0)  # the curve's least
         else:
             first = 6 + (3 if s.log else 0)  # figures with a chart, a few log lines
         # header, notes, progress, perf, the GPU rows and the alerts with their rules, footer

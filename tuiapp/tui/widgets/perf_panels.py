@@ -139,6 +139,13 @@ class LatencyPanel(_PerfPanel):
         s = self.store
         window = s.latency
         pct = window.percentiles_ms()
+        count = f"  n={len(window)}"
+        if not len(window) and s.points:  # between loads: the point that just finished, so labelled
+            p = s.points[-1]
+            pct = {"TTFT": [p.ttft_p50_ms, p.ttft_p90_ms, p.ttft_p99_ms],
+                   "TPOT": [p.tpot_p50_ms, p.tpot_p90_ms, p.tpot_p99_ms],
+                   "E2E": [p.e2e_p50_ms, p.e2e_p90_ms, p.e2e_p99_ms]}
+            count = f"  point {len(s.points)} done"
         width = self.size.width
         w = 6 if width >= 17 else 5  # a column: "  55.4" or " 55.4"
         cols = (0, 1, 2) if width >= 5 + 3 * w else (0, 2)  # p90 joins when it fits
@@ -146,7 +153,6 @@ class LatencyPanel(_PerfPanel):
             w = 5
         names = ("p50", "p90", "p99")
         label_w = 5 if width >= 15 else 4
-        count = f"  n={len(window)}"
         fits = label_w + w * len(cols) + len(count) <= width  # an overflow would cut p99, not n
         head = self._line((f"{'ms':<{label_w}}", "label"), *((f"{names[c]:>{w}}", "label") for c in cols),
                           (count if fits else "", "muted"))
@@ -154,7 +160,7 @@ class LatencyPanel(_PerfPanel):
         for name, tone in (("TTFT", "spark"), ("TPOT", "rx"), ("E2E", "label")):
             cells = [num(v, ".0f" if v is None or v >= 100 else ".1f") for v in (pct[name][c] for c in cols)]
             lines.append(self._line((f"{name:<{label_w}}", tone), *((f"{cell:>{w}}", "value") for cell in cells)))
-        if not len(window):
+        if not len(window) and not s.points:
             lines[1:] = [self._line(("no request back yet", "muted"))]
         rows = max(1, self.size.height - len(lines))
         ms = {"scale": 1000.0, "unit": "ms"}
