@@ -386,17 +386,22 @@ def _headless_exception(body: list[str], cands: list[tuple[int, str]]) -> tuple[
 
 def _cut_traceback(body: list[str], has_tb: bool) -> tuple[float, Rule, int, str] | None:
     """A traceback that ends before its exception line (a paste, a log cut short, a process
-    killed mid-print): still a failure; its last frame says where."""
-    if not has_tb:
-        return None
+    killed mid-print): still a failure; its last frame says where. Without its "Traceback"
+    header too (a log that starts mid-traceback) it takes two frames."""
     frames = [i for i, b in enumerate(body) if b.lstrip().startswith('File "')]
     if not frames:
+        return None
+    # (faulthandler's thread dumps, "line N in f" without the comma, are not tracebacks)
+    if not has_tb and not (body[0][:1].isspace() and sum(1 for i in frames if ", in " in body[i]) >= 2):
         return None
     return (_GENERIC_RULE.prio, _GENERIC_RULE, frames[-1], body[frames[-1]].strip())
 
 
 def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule, int, str] | None:
     """The generic layer: a record no family knows that still reports a failure."""
+    if "NVRM: " in body[0]:
+        # the driver's multi-line reports continue on indented "NVRM: " lines
+        cands = cands + [(i, b.strip()) for i, b in enumerate(body) if i and b[:1].isspace() and "NVRM: " in b]
     for idx, line in cands:
         if not line or line.startswith(_NOT_A_FAILURE):
             continue

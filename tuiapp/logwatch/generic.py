@@ -54,13 +54,16 @@ _PANIC_RE = (
     r"|\S+\.cu:\d+: [^\n]*Assertion [`'].+[`'] failed\."  # CUDA device-side assert
     r"|(?:Error|ERROR|FATAL|Fatal error|FATAL ERROR)(?: \w+)?[:!] +\S"
 )
+# the NVIDIA driver's own failure reports that carry no Xid (the GPU gone from the bus, its
+# firmware (GSP) not answering, the probe failing, the driver's assertions)
+NVRM_FAILURE = (r"(?:.*\bfallen off the bus|.*\bprobe routine failed|.*RmInitAdapter failed|.*uncorrectable ECC"
+                r"|.*rpcSendMessage failed|.*GspRmFree failed|.*nvAssertFailed|.*GPU has fallen|.*GPU lost)")
 _DEVICE_RE = (
     # NVIDIA (Xids are a family of their own)
     r"(?:CUDA|cuda) (?:error|Error|ERROR)\b[: ]"
     r"|cudaError\w+\b"
     r"|CUBLAS_STATUS_(?!SUCCESS)\w+"
-    r"|(?:kernel: )?NVRM: (?:GPU at PCI:\S+ has fallen off the bus|GPU \S+ has fallen off the bus"
-    r"|RmInitAdapter failed|.*uncorrectable ECC)"
+    r"|(?:\[[^\]]{1,40}\] )?(?:kernel: )?NVRM: " + NVRM_FAILURE +
     # AMD ROCm: the runtime's own reports (ROCr, ROCclr, HIP), amdgpu in dmesg
     r"|Memory access fault by GPU node-\d+"
     r"|:\d:\S+\.(?:cpp|hpp|h)\s*:\s*\d+\s*: \d+ us: .*(?:aborting|[Ee]rror|failed|HSA_STATUS_ERROR)"
