@@ -374,6 +374,10 @@ class SimServer:
         if kind == "kv_pressure":
             s.kv_pressure = True
             return
+        if kind == "rank_hang":  # the last DP rank wedges alone; the others serve on
+            s.hung_dp.add(self.plan.dp_size - 1)
+            asyncio.get_running_loop().create_task(self.fatal(kind))
+            return
         s.hung = True
         asyncio.get_running_loop().create_task(self.fatal(kind))
 
@@ -383,10 +387,6 @@ class SimServer:
         if kind == "oom":
             self.log.emit(failures.serving_oom(victim.tp, used), victim)
         elif kind == "decode_oom":
-        if kind == "rank_hang":  # the last DP rank wedges alone; the others serve on
-            s.hung_dp.add(self.plan.dp_size - 1)
-            asyncio.get_running_loop().create_task(self.fatal(kind))
-            return
             n = max(self.scheduler.num_running, 1)
             self.log.emit(failures.decode_oom_error(n, 1.0), self.ranks[0])
             self.log.emit(failures.decode_oom_exception(n, 1.0), self.ranks[0])
@@ -410,10 +410,10 @@ class SimServer:
         elif kind in ("hang", "rank_hang"):
             wd = self.ns.watchdog_timeout
             await asyncio.sleep(wd / self.speed)
+            wedged = [r for r in self.ranks if kind == "hang" or (r.dp or 0) in self.scheduler.hung_dp]
             for r in wedged:
                 pid = self.child_pids[self.ranks.index(r)]
                 self.log.emit(f"Pyspy failed to dump PID {pid}. Error: [Errno 2] No such file or directory: 'py-spy'", r)
-            wedged = [r for r in self.ranks if kind == "hang" or (r.dp or 0) in self.scheduler.hung_dp]
             for r in wedged:
                 self.log.emit(f"Scheduler watchdog timeout (self.watchdog_timeout={wd:g}, self.soft=False)", r)
         await self.pause(0.1)
