@@ -441,9 +441,9 @@ def plan_for(ns, env: Mapping[str, str] | None = None, n_gpus: int | None = None
         failure=failure,
         eager_step_s=eager_ms / 1000.0,
         max_prefill_tokens=getattr(ns, "max_prefill_tokens", None) or MAX_PREFILL_TOKENS,
-    )
         accept_rates=tuple(getattr(ns, "sim_spec_accept", None) or ()),
         spec_adaptive=bool(getattr(ns, "sim_spec_adaptive", False)) and steps > 1,
+    )
 
 
 def expected_tok_s(argv: list[str], env: Mapping[str, str] | None = None) -> float | None:
