@@ -201,9 +201,9 @@ class Api:
         """The answer --sim-queue-full-status picks. 0.5.23 ("abort"): the scheduler aborts the
         request with status 503; a stream has already answered 200, so the abort arrives as its
         one chunk (/generate: meta_info.finish_reason; OpenAI: an error chunk, then the usage
-        chunk when asked), then [DONE]; without a stream, HTTP 503."""
+        chunk when asked), then [DONE]; without a stream, HTTP 503. Not in
+        sglang:num_aborted_requests_total (0.5.23 counts only aborts a client asked for)."""
         mode = self.sim.ns.sim_queue_full_status
-        self.sim.scheduler.num_aborted_total += 1
         if mode == "429":  # sgl-router's concurrency limiter: StatusCode::TOO_MANY_REQUESTS, no body
             self.reply(conn, req, 429, b"", None)
             return
