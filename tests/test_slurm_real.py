@@ -288,3 +288,48 @@ def test_a_job_whose_tuiapp_was_killed_cancels_itself(slurm_conf, tmp_path):
     assert wait_empty_queue(slurm_conf, 30) == []
     logs = "".join(p.read_text() for p in (tmp_path / "ledger.slurm").glob("*/batch.log"))
     assert logs.count("no word from the submitting tuiapp") == 2
+
+
+@pytest.mark.pty
+def test_the_dashboards_ssh_session_drops_and_no_job_is_left(slurm_conf, tmp_path):
+    """The dashboard runs the campaign in a terminal that goes away (SIGHUP, then EIO): every
+    job it submitted is cancelled before it exits."""
+    import fcntl
+    import select
+    import termios
+
+    plan = tmp_path / "plan.toml"
+    plan.write_text(LONG)
+    master, slave = os.openpty()
+    fcntl.ioctl(slave, termios.TIOCSWINSZ, b"\x30\x00\xa0\x00\x00\x00\x00\x00")  # 48 rows, 160 columns
+
+    def child_setup() -> None:
+        os.setsid()
+        fcntl.ioctl(0, termios.TIOCSCTTY, 0)
+
+    proc = subprocess.Popen([sys.executable, "-m", "tuiapp", "trials", str(plan), "--slurm", "--sim",
+                             "--ledger", str(tmp_path / "ledger.json")],
+                            env={**slurm_env(slurm_conf), "TERM": "xterm-256color"}, cwd=tmp_path,
+                            stdin=slave, stdout=slave, stderr=slave, preexec_fn=child_setup)
+    os.close(slave)
+    seen = b""
+    try:
+        deadline = time.monotonic() + 90
+        while time.monotonic() < deadline:
+            if select.select([master], [], [], 0.2)[0]:
+                try:
+                    seen = (seen + os.read(master, 1 << 16))[-20000:]  # the dashboard paints: keep it drained
+                except OSError:
+                    break
+            if sum(" RUNNING " in line for line in squeue(slurm_conf)) >= 2:
+                break
+            assert proc.poll() is None, seen.decode("utf-8", "replace")
+        assert sum(" RUNNING " in line for line in squeue(slurm_conf)) == 2
+        os.close(master)  # the SSH connection drops
+        code = proc.wait(90)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert wait_empty_queue(slurm_conf, 10) == []
+    assert code is not None and b"Traceback" not in seen
