@@ -29,16 +29,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-flush-cache", action="store_true", help="do not flush the server cache after warm-up")
     parser.add_argument("--model", help="model name for the OpenAI APIs (default: the first of /v1/models)")
     parser.add_argument("--trial", help="label runs with this trial name")
-    parser.add_argument("--first-token-timeout", type=float, default=120.0, metavar="S")
-    parser.add_argument("--stall-timeout", type=float, default=30.0, metavar="S")
-    parser.add_argument("--connect-timeout", type=float, default=5.0, metavar="S")
+    parser.add_argument("--first-token-timeout", type=float, default=120.0, metavar="S",
+                        help="a request with no first token after S seconds fails as 'timeout' (default 120)")
+    parser.add_argument("--stall-timeout", type=float, default=30.0, metavar="S",
+                        help="a request whose output stops for S seconds fails as 'stalled' (default 30)")
+    parser.add_argument("--connect-timeout", type=float, default=5.0, metavar="S",
+                        help="seconds to open a connection to the server (default 5)")
     parser.add_argument("--ready-timeout", type=float, default=60.0, metavar="S",
                         help="wait this long for a server that is starting (refuses connections, answers 503"
                              " or says 'starting') before giving up (default 60)")
     parser.add_argument("--server-wait-s", type=float, default=60.0, metavar="S",
                         help="headless: give up (exit 1) when the server stays unreachable this long after it"
                              " served (default 60; the dashboard waits until you quit)")
-    parser.add_argument("--metrics-interval", type=float, default=1.0, metavar="S")
+    parser.add_argument("--metrics-interval", type=float, default=1.0, metavar="S",
+                        help="poll the server's /metrics every S seconds (default 1)")
     parser.add_argument(
         "--telemetry", choices=["auto", "nvml", "sim", "dcgm", "off"], default="auto",
         help="GPU telemetry: auto = the simulator's GPUs when URL is tuiapp's simulator, else this"

@@ -12,7 +12,8 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
                        help="auto: /generate on SGLang, /v1/chat/completions on other servers")
     group.add_argument("--concurrency", type=int, default=1, metavar="N", help="closed-loop concurrent streams")
     group.add_argument("--requests-per-run", type=int, metavar="K", help="requests in one run (default: = concurrency)")
-    group.add_argument("--max-new-tokens", type=int, default=256, metavar="N")
+    group.add_argument("--max-new-tokens", type=int, default=256, metavar="N",
+                       help="output tokens per request (default 256; with --output-tokens, its mean wins)")
     group.add_argument("--prompts", metavar="FILE", help="prompt file: JSONL (text, OpenAI chat) or ShareGPT JSON"
                        " (default: the reference short prompts)")
     group.add_argument("--warmup", type=int, default=1, metavar="N", help="uncounted warm-up requests (default 1)")

@@ -30,7 +30,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no-preflight", action="store_true", help="skip the flag check against --help")
     parser.add_argument("--ready-timeout", type=float, default=1800.0, metavar="S",
                         help="seconds from launch to ready before giving up (default 1800)")
-    parser.add_argument("--telemetry", choices=["auto", "nvml", "sim", "off"], default="auto")
+    parser.add_argument("--telemetry", choices=["auto", "nvml", "sim", "off"], default="auto",
+                        help="GPU telemetry: auto = this machine's GPUs through NVML when it loads, else none;"
+                             " sim = the simulator's GPUs (a --sim server)")
     parser.add_argument("--theme", help="TUI theme")
     screenshots.add_argument(parser)
     metrics_args.add_arguments(parser)

@@ -51,16 +51,29 @@ class Gpu:
 
     def rx_ramp(self, now: float, nbytes: float, over_s: float) -> None:
         """``nbytes`` received evenly over the next ``over_s`` (exact, whatever the timers do),
-        never faster than the link can carry."""
-        over_s = max(over_s, nbytes / model.PCIE_LINK_BYTES_PER_S)
+        never faster than the link can carry beside the steady traffic (a Gen5 x16 link
+        carries ~63 GB/s of payload a direction, both together)."""
+        link = model.PCIE_LINK_BYTES_PER_S
+        over_s = max(over_s, nbytes / max(link - self.rx_rate, 0.1 * link))
         self.rx_total += self._ramp_done(now)
         self.rx_ramp_bytes, self.rx_ramp_t0, self.rx_ramp_t1 = nbytes, now, now + max(over_s, 1e-9)
+        if self.rx_rate + self._ramp_rate(now) > link:  # the steady traffic yields the rest
+            self.set_rates(now, self.tx_rate, link - self._ramp_rate(now))
+
+    def _ramp_rate(self, now: float) -> float:
+        """Bytes a second the weight ramp adds now."""
+        if not self.rx_ramp_t0 <= now < self.rx_ramp_t1:
+            return 0.0
+        return self.rx_ramp_bytes / (self.rx_ramp_t1 - self.rx_ramp_t0)
 
     def _ramp_done(self, now: float) -> float:
         frac = (now - self.rx_ramp_t0) / (self.rx_ramp_t1 - self.rx_ramp_t0) if self.rx_ramp_t1 > self.rx_ramp_t0 else 1.0
         return self.rx_ramp_bytes * min(max(frac, 0.0), 1.0)
 
     def set_rates(self, now: float, tx_bps: float, rx_bps: float) -> None:
+        link = model.PCIE_LINK_BYTES_PER_S  # what the scheduler asks for, within the link
+        tx_bps = min(tx_bps, link)
+        rx_bps = min(rx_bps, max(0.0, link - self._ramp_rate(now)))
         dt = now - self.rate_t0
         self.tx_total += self.tx_rate * dt
         self.rx_total += self.rx_rate * dt
