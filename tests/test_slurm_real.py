@@ -333,3 +333,37 @@ def test_the_dashboards_ssh_session_drops_and_no_job_is_left(slurm_conf, tmp_pat
             proc.wait()
     assert wait_empty_queue(slurm_conf, 10) == []
     assert code is not None and b"Traceback" not in seen
+
+
+PREFLIGHT_JOB = """
+[slurm]
+in_flight = 2
+gpus_per_node = 8
+preflight = "job"
+
+[baseline]
+model = "Qwen/Qwen3-8B"
+flags = {tp = 8}
+bench = {runs = 2, max_new_tokens = 32}
+
+[[trial]]
+name = "bad-flag"
+flags = {no-such-flag = 1}
+"""
+
+
+def test_preflight_as_a_short_job_on_a_node(slurm_conf, tmp_path):
+    plan = tmp_path / "plan.toml"
+    plan.write_text(PREFLIGHT_JOB)
+    done = run_trials(slurm_conf, plan, tmp_path)
+    rows = {r["name"]: r for r in json.loads((tmp_path / "ledger.json").read_text())}
+    assert rows["baseline"]["status"] == "ok", done.stdout[-3000:]
+    refused = rows["bad-flag"]
+    assert refused["status"] == "preflight" and refused["slurm_job_id"] is None
+    assert "--no-such-flag" in refused["first_error"]
+    out = subprocess.run(["squeue", "-h", "-t", "all", "-n", "tuiapp-preflight", "-o", "%i %T"],
+                         env=slurm_env(slurm_conf), capture_output=True, text=True, check=True).stdout.split("\n")
+    ran = [line for line in out if line.strip()]
+    assert ran and all(line.endswith(" COMPLETED") for line in ran)
+    assert len(ran) == 1  # one --help for the campaign: both trials run the same launcher
+    assert wait_empty_queue(slurm_conf, 5) == []

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 import string
+from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -91,6 +92,9 @@ class SlurmSpec(BaseModel):
     gpu_agent: bool = True  # without dcgm: tuiapp's own sampler on each node as an extra step
     python: str | None = None  # the nodes' Python for the agent (default: this one)
     lease_s: int = Field(60, ge=3, description="a job without word from tuiapp this long cancels itself")
+    # where the server's flags are checked before a trial's sbatch: on this host, or (SGLang
+    # installed only on the nodes) as a short job on one node
+    preflight: Literal["here", "job"] = "here"
 
     _time = field_validator("time_limit")(_check_time)
     _opts = field_validator("sbatch_options")(_check_options)

@@ -89,6 +89,15 @@ class SlurmTrial(PlanRunner):
         if self.job_id is not None:
             await self.slurm.cancel(self.job_id)
 
+    def _preflight_problems(self, argv: list[str]) -> list:
+        """On this host as for a local trial, or as a short job on a node."""
+        if self.spec.preflight != "job":
+            return super()._preflight_problems(argv)
+        from tuiapp.logwatch.verdict import worst_failure
+        from tuiapp.slurm.preflight import job_preflight
+
+        return job_preflight(argv, self.spec, classify=worst_failure)
+
     def _spawn(self, coro) -> None:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)

@@ -211,11 +211,8 @@ class PlanRunner:
     def _preflight(self, argv: list[str], publish: Callable[[_Event], None], name: str) -> tuple[str, str] | None:
         """``(status, first error as one line)``, or None; warnings and notes become Notes. The
         status is ``preflight``, or the failure the server's ``--help`` itself died of (``oom``...)."""
-        from tuiapp.logwatch.verdict import worst_failure
-        from tuiapp.server.preflight import preflight
-
         first_error = None
-        for problem in preflight(argv, classify=worst_failure):
+        for problem in self._preflight_problems(argv):
             text = f"{name}: {problem.flag + ': ' if problem.flag else ''}{problem.message}"
             if problem.suggestion:
                 text += f" ({problem.suggestion})"
@@ -225,6 +222,13 @@ class PlanRunner:
                 known = problem.kind if problem.kind and problem.kind != "error" else None
                 first_error = (known or NOT_RUN, text.split(": ", 1)[1])
         return first_error
+
+    def _preflight_problems(self, argv: list[str]) -> list:
+        """What preflight finds in the server command (a Slurm trial may check it on a node)."""
+        from tuiapp.logwatch.verdict import worst_failure
+        from tuiapp.server.preflight import preflight
+
+        return preflight(argv, classify=worst_failure)
 
     async def _launch_and_bench(self, cfg, argv, url, api_key, observe, state, collector) -> str:
         """Returns the outcome: ok | died | not_ready | launch_error:<msg> | run_timeout | stopped."""
