@@ -38,7 +38,7 @@ from tuiapp.bench.client import (
     stream_request,
 )
 from tuiapp.bench.http_client import make_client
-from tuiapp.bench.outcome import says_queue_full
+from tuiapp.bench.outcome import classify, says_queue_full
 from tuiapp.bench.points import (
     PointTally,
     load_text,
@@ -289,7 +289,7 @@ class BenchLoop:
             failures: list[RequestResult] = []
             for _ in range(s.warmup_requests):
                 res = await self._request(client, max_new_tokens=min(32, s.max_new_tokens))
-                if not res.ok and not res.cancelled:
+                if not res.ok and not res.cancelled:  # a transport or HTTP failure: NaN output still runs
                     failures.append(res)
             if len(failures) == s.warmup_requests and not self._stop.is_set():
                 # a server that refuses every request will refuse every run too: say why, stop
@@ -322,7 +322,7 @@ class BenchLoop:
                 sends_s=sends_s, due_s=due_s)
             if generation != self._generation:
                 return False
-            if res.ok:
+            if classify(res) == "ok":
                 finishes_s.append(time.perf_counter())
             done.append(res)
             # published on the loop's next pass: a closed loop's next request goes first, with
