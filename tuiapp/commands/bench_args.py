@@ -35,7 +35,9 @@ def add_bench_arguments(parser: argparse.ArgumentParser) -> None:
     load.add_argument("--slo", metavar="GOALS", help="service-level goals per request: ttft_ms=N,tpot_ms=N,e2e_ms=N;"
                       " adds goodput and the share that met them")
     load.add_argument("--find-max-load", action="store_true",
-                      help="search the largest rate (or concurrency) whose goodput share stays >= 99%% (needs --slo)")
+                      help="search the largest rate (or concurrency) the server carries: >= 99%% of every request sent"
+                           " meets --slo (failures and refusals are misses) and, open loop, >= 95%% of the offered"
+                           " rate is served (needs --slo)")
     load.add_argument("--max-search-points", type=int, default=8, metavar="N", help="--find-max-load's probes at most")
 
 
