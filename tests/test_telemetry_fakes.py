@@ -137,6 +137,9 @@ class FakeNvml(SimpleNamespace):
     def nvmlDeviceGetPowerUsage(self, h: int) -> int:
         return self._gpu(h, "power") and 123_456
 
+    def nvmlDeviceGetEnforcedPowerLimit(self, h: int) -> int:
+        return self._gpu(h, "power_limit") and 600_000
+
     def nvmlDeviceGetTemperature(self, h: int, sensor: int) -> int:
         return self._gpu(h, "temp") and 41
 

@@ -301,6 +301,7 @@ class GpuSample(_Event):
     nvlink_tx_bytes_s: float | None = None
     nvlink_rx_bytes_s: float | None = None
     power_w: float | None = None
+    power_limit_w: float | None = None  # the enforced board limit: what power_w is measured against
     temp_c: float | None = None
     sm_clock_mhz: int | None = None
     clock_event_reasons: int | None = None

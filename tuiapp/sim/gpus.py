@@ -113,6 +113,7 @@ class Gpu:
             "mem_reserved_bytes": model.GPU_MEM_RESERVED_BYTES,
             "util_pct": int(self.util_pct),
             "power_w": round(self.power_w, 1),
+            "power_limit_w": model.GPU_POWER_LIMIT_W,
             "temp_c": int(round(self.temp_c)),
             "sm_clock_mhz": ACTIVE_CLOCK_MHZ if self.util_pct > 0 else IDLE_CLOCK_MHZ,
             "pcie_gen": model.PCIE_GEN if linked else 1,

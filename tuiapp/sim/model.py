@@ -54,6 +54,7 @@ GPU_NAME = "NVIDIA RTX PRO 6000 Blackwell"
 GPU_MEM_TOTAL_BYTES = 97887 * MIB  # what NVML reports for the 96 GB part
 GPU_MEM_RESERVED_BYTES = 585 * MIB  # NVML v2 "reserved" (driver/firmware)
 GPU_SM_MAJOR = 12
+GPU_POWER_LIMIT_W = 600.0  # the 600 W board limit NVML enforces on this part
 PCIE_GEN = 5
 PCIE_WIDTH = 16
 # What the link carries per direction after 128b/130b coding: no modelled rate goes above it.

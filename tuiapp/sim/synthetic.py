@@ -99,7 +99,7 @@ def campaign_events(
                         pcie_tx_bytes_s=trial.pcie_gb_s * 1e9 * (1 + rng.random() * 0.05),
                         pcie_rx_bytes_s=trial.pcie_gb_s * 1e9 * (1 + rng.random() * 0.05),
                         pcie_method="counters", pcie_gen=5, pcie_width=16, pcie_gen_max=5, pcie_width_max=16,
-                        pcie_replay_count=0, power_w=420.0 + rng.random() * 30, temp_c=60.0 + rng.random() * 5,
+                        pcie_replay_count=0, power_w=420.0 + rng.random() * 30, power_limit_w=600.0, temp_c=60.0 + rng.random() * 5,
                         sm_clock_mhz=2430, clock_event_reasons=0,
                     )
                 next_gpu += 1 / gpu_hz

@@ -33,6 +33,7 @@ _FIELDS = {
     "DCGM_FI_DEV_FB_TOTAL": "fb_total",
     "DCGM_FI_DEV_GPU_UTIL": "util",
     "DCGM_FI_DEV_POWER_USAGE": "power",
+    "DCGM_FI_DEV_POWER_MGMT_LIMIT": "power_limit",
     "DCGM_FI_DEV_GPU_TEMP": "temp",
     "DCGM_FI_DEV_SM_CLOCK": "sm_clock",
     "DCGM_FI_PROF_PCIE_TX_BYTES": "pcie_tx",
@@ -113,7 +114,7 @@ def to_sample(g: dict[str, Any]) -> GpuSample:
         pcie_gen_max=_int(g.get("gen_max")), pcie_width_max=_int(g.get("width_max")),
         pcie_replay_count=_int(g.get("replay")),
         nvlink_tx_bytes_s=g.get("nvlink_tx"), nvlink_rx_bytes_s=g.get("nvlink_rx"),
-        power_w=g.get("power"), temp_c=g.get("temp"),
+        power_w=g.get("power"), power_limit_w=g.get("power_limit"), temp_c=g.get("temp"),
         sm_clock_mhz=_int(g.get("sm_clock")), clock_event_reasons=_int(g.get("reasons")),
     )
 

@@ -388,6 +388,7 @@ class NvmlBackend(Backend):
                 used, total = int(mem.used), int(mem.total)
         util = q(g, "util", lambda: nv.nvmlDeviceGetUtilizationRates(h))
         power_mw = q(g, "power", lambda: nv.nvmlDeviceGetPowerUsage(h))
+        limit_mw = q(g, "power_limit", lambda: nv.nvmlDeviceGetEnforcedPowerLimit(h))
         temp = q(g, "temp", lambda: nv.nvmlDeviceGetTemperature(h, nv.NVML_TEMPERATURE_GPU))
         sm_clock = q(g, "sm_clock", lambda: nv.nvmlDeviceGetClockInfo(h, nv.NVML_CLOCK_SM))
         reasons = q(g, "clock_events", lambda: nv.nvmlDeviceGetCurrentClocksEventReasons(h))
@@ -417,6 +418,7 @@ class NvmlBackend(Backend):
             pcie_replay_count=replay,
             nvlink_tx_bytes_s=nvl_tx, nvlink_rx_bytes_s=nvl_rx,
             power_w=None if power_mw is None else power_mw / 1000.0,
+            power_limit_w=None if limit_mw is None else limit_mw / 1000.0,
             temp_c=None if temp is None else float(temp),
             sm_clock_mhz=sm_clock, clock_event_reasons=reasons,
         )

@@ -21,7 +21,7 @@ from tuiapp.telemetry.backend import Backend
 _STATIC = ("uuid", "name", "mem_total_bytes", "pcie_gen_max", "pcie_width_max")
 # what a GpuSample takes from the simulator's GPU as it is (rates are ours: from its counters)
 _READINGS = frozenset({"uuid", "name", "mem_used_bytes", "mem_reserved_bytes", "mem_total_bytes", "util_pct",
-                       "pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max", "power_w", "temp_c",
+                       "pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max", "power_w", "power_limit_w", "temp_c",
                        "sm_clock_mhz"})
 
 

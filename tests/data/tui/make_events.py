@@ -131,6 +131,7 @@ def events() -> list:
                                  util_pct=round(rng.uniform(88, 99), 0), pcie_tx_bytes_s=tx, pcie_rx_bytes_s=rx,
                                  pcie_method="throughput", pcie_gen=5, pcie_width=16,
                                  power_w=None if gpu == 7 else round(rng.uniform(310, 360), 1),
+                                 power_limit_w=None if gpu == 7 else 600.0,
                                  temp_c=round(66 + gpu + rng.uniform(0, 2) + (14 if gpu == 6 else 0), 0)))
         tok_s = 54.0 + rng.gauss(0, 0.6)
         accept = 2.9 + rng.gauss(0, 0.08)

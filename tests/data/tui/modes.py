@@ -37,7 +37,7 @@ def _gpus(out: list, rng: random.Random, now: float, n: int, busy: float) -> Non
                              mem_total_bytes=int(79.6 * GIB), util_pct=round(busy * rng.uniform(90, 99)),
                              pcie_rx_bytes_s=busy * 2.1e9 * rng.uniform(0.8, 1.2),
                              pcie_tx_bytes_s=busy * 1.8e9 * rng.uniform(0.8, 1.2), pcie_method="counters",
-                             pcie_gen=5, pcie_width=16, power_w=round(250 + busy * 300 * rng.uniform(0.9, 1.0)),
+                             pcie_gen=5, pcie_width=16, power_w=round(250 + busy * 300 * rng.uniform(0.9, 1.0)), power_limit_w=700.0,
                              temp_c=round(55 + gpu + busy * 10)))
 
 

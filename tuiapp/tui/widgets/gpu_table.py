@@ -20,8 +20,10 @@ from tuiapp.tui.widgets.panel import Panel
 MEM_WARN = 0.93
 MEM_HIGH = 0.97
 TEMP_WARN_C = 85
-_FIXED_CELLS = 49  # everything on a row except the memory bar and the two histories
-_POWER_TEMP_CELLS = 10  # dropped first on a narrow panel
+_FIXED_CELLS = 53  # everything on a row except the memory bar and the two histories
+_POWER_TEMP_CELLS = 14  # dropped first on a narrow panel
+UNITS_FROM_W = 110  # from this width every PCIe figure carries its B/s
+_UNIT_CELLS = 6
 HISTORY_FLOOR_BYTES_S = 1e7  # the bottom of the log scale: idle links stay below it
 
 
@@ -86,7 +88,7 @@ class GpuTable(Panel):
         elif 0 < self.size.height < len(self.store.gpus):
             title = "GPUs  lowest–highest of each figure"
         else:
-            title = (f"GPUs  mem GiB · util · power · temp · PCIe B/s now, "
+            title = (f"GPUs  mem GiB · util · power/limit W · temp · PCIe B/s now, "
                      f"history log {rate(HISTORY_FLOOR_BYTES_S, compact=True)}–{rate(self.history_ceiling(), compact=True)}")
         if title != self.border_title:
             self.border_title = title
@@ -112,7 +114,7 @@ class GpuTable(Panel):
         s = self.store
         if 0 < self.size.height < len(s.gpus):
             return self._summary()
-        spare = max(0, self.size.width - _FIXED_CELLS)
+        spare = max(0, self.size.width - _FIXED_CELLS - (_UNIT_CELLS if self.size.width >= UNITS_FROM_W else 0))
         power_temp = spare >= 16
         if not power_temp:
             spare += _POWER_TEMP_CELLS
@@ -148,7 +150,9 @@ class GpuTable(Panel):
         first.append("  util ", t("label"))
         first.append(spread([g.util_pct for g in gpus], 0, "%"), t("value"))
         first.append("  ", t("label"))
-        first.append(spread([g.power_w for g in gpus], 0, "W"), t("value"))
+        limits = {g.power_limit_w for g in gpus if g.power_limit_w}
+        limit = f"/{limits.pop():.0f}" if len(limits) == 1 else ""
+        first.append(spread([g.power_w for g in gpus], 0) + limit + "W", t("value"))
         first.append(" ", t("label"))
         first.append(spread([g.temp_c for g in gpus], 0, "C"), t("value"))
         second = Text(no_wrap=True, overflow="ellipsis")
@@ -170,6 +174,7 @@ class GpuTable(Panel):
         frac = (g.mem_used_bytes / g.mem_total_bytes
                 if g.mem_used_bytes is not None and g.mem_total_bytes else None)
         add = row.add
+        units = self.size.width >= UNITS_FROM_W
         add(f"{g.index:>2} ", t["label"])
         used, free = fmt.bar(frac, bar_w)
         add(used, t[mem_tone(frac)])
@@ -179,7 +184,11 @@ class GpuTable(Panel):
                             else "value" if frac is not None else "muted"])
         add(f" {num(g.util_pct, '.0f', '%'):>4}", t["value" if g.util_pct is not None else "muted"])
         if power_temp:
-            add(f" {num(g.power_w, '.0f', 'W'):>4}", t["value" if g.power_w is not None else "muted"])
+            # against the board's limit (a GPU at its cap is power-throttled, not idle)
+            limit = f"/{g.power_limit_w:.0f}" if g.power_limit_w else ""
+            near = g.power_w is not None and g.power_limit_w and g.power_w >= 0.95 * g.power_limit_w
+            add(f" {num(g.power_w, '.0f') + limit + 'W':>8}",
+                t["warn" if near else "value" if g.power_w is not None else "muted"])
             hot = g.temp_c is not None and g.temp_c >= TEMP_WARN_C
             add(f" {num(g.temp_c, '.0f', 'C'):>4}", t["warn" if hot else "value" if g.temp_c is not None else "muted"])
         for label, value, hist, tone in (("rx", g.pcie_rx_bytes_s, self.store.gpu_rx[g.index], "rx"),
@@ -188,7 +197,8 @@ class GpuTable(Panel):
             load = value / ceiling if value is not None else None
             tone_now = ("muted" if load is None else "error" if load >= PCIE_HIGH
                         else "warn" if load >= PCIE_WARN else "value")
-            add(f"{rate(value, compact=True):>5}", t[tone_now])
+            # the unit on every figure where the row has room, not only in the title
+            add(f"{rate(value, compact=True):>5}" + ("B/s" if units else ""), t[tone_now])
             add(" ")
             levels = fmt.log_levels(list(hist)[-hist_w:] if hist_w else [], HISTORY_FLOOR_BYTES_S, ceiling)
             add(fmt.spark(levels, hist_w, floor=0, ceiling=1), t[tone])
