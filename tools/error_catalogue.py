@@ -135,6 +135,8 @@ def _python_templates(name: str, data: bytes) -> Iterator[dict]:
                 owner, ast.Attribute) else ""
             if level and "log" in owner_name.lower():
                 text = _template(node.args[0])
+                if text is not None and len(node.args) > 1 and isinstance(node.args[0], ast.Constant):
+                    text = _PRINTF.sub(PLACEHOLDER, text)  # logging's own lazy "%s" arguments
                 if text is not None:
                     yield {"level": level, "text": text, "where": name}
         elif isinstance(node, ast.Raise) and isinstance(node.exc, ast.Call) and node.exc.args:

@@ -405,9 +405,9 @@ def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule
     for idx, line in cands:
         if not line or line.startswith(_NOT_A_FAILURE):
             continue
-        if generic_death(line):
-            return (_GENERIC_DEATH_RULE.prio, _GENERIC_DEATH_RULE, idx, line)
         raw = body[idx]
+        if generic_death(line) or (raw[:1] in "*>`" and generic_death(raw.strip())):  # "***" is no markdown
+            return (_GENERIC_DEATH_RULE.prio, _GENERIC_DEATH_RULE, idx, line)
         if raw[:1] == "[" and (m := CPP_LOG_RE.match(raw)) is not None and m.group(1) in "EF":
             # c10's own error level; the process group's lines belong to the collective burst
             return (_GLOO_RULE.prio, _GLOO_RULE, idx, line) if _C10_COLLECTIVE in m.group(0) else (

@@ -24,6 +24,8 @@ from itertools import pairwise
 import orjson
 
 JSON_KEYS = ("log", "message", "msg", "MESSAGE", "line")
+JSON_LEVEL_KEYS = ("level", "levelname", "severity", "lvl")
+_JSON_ERROR_LEVELS = {"ERROR", "ERR", "FATAL", "CRITICAL", "CRIT", "EMERG", "EMERGENCY", "ALERT"}
 ENVELOPE_SAMPLE = 8  # non-blank lines looked at before the envelope is fixed
 MIN_SHARE = 0.75  # of them that must carry it
 
@@ -153,6 +155,10 @@ def _json_log(text: str) -> str:
     for key in JSON_KEYS:
         log = obj.get(key)
         if isinstance(log, str):
+            # a structured logger keeps the level beside the message: it stays in front of it
+            level = next((v for k in JSON_LEVEL_KEYS if isinstance(v := obj.get(k), str)), "")
+            if level.upper() in _JSON_ERROR_LEVELS:
+                return f"{level.upper()} {log.rstrip()}"
             return log.rstrip("\n")
     return text
 

@@ -50,7 +50,7 @@ _PANIC_RE = (
     r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d|Check failure)"  # absl / glog failure handlers
     r"|Check failed: "
     r"|Abort was called at \d+ line in file:"  # Intel compute runtime
-    r"|\S+:\d+: [^:]+: Assertion [`'].+[`'] failed\.?\s*$"  # C assert()
+    r"|(?:[\w.-]+: )?\S+:\d+: [^:]+: Assertion [`'].+[`'] failed\.?\s*$"  # C assert(): "prog: file:N: f: ..."
     r"|\S+\.cu:\d+: [^\n]*Assertion [`'].+[`'] failed\."  # CUDA device-side assert
     r"|(?:Error|ERROR|FATAL|Fatal error|FATAL ERROR)(?: \w+)?[:!] +\S"
 )

@@ -133,7 +133,7 @@ class AlertGrouper:
             # a traceback logged line by line at ERROR level, an error and its follow-ups:
             # consecutive generic records are one incident
             last = self.incidents[-1] if self.incidents else None
-            if (last is not None and last.generic and 0 <= line_no - last.last_line <= GENERIC_BURST_LINES
+            if (last is not None and last.generic and abs(line_no - last.last_line) <= GENERIC_BURST_LINES
                     and (log_t is None or last.last_log_t is None or abs(log_t - last.last_log_t) <= self.window_s)):
                 self._join(last, ranks, line_no, sig_line, text, f, log_t, wall_s, counted=False)
                 return last

@@ -1,0 +1,244 @@
+"""The generic layer under the family rules (generic.py), the collectors' envelopes it relies
+on, the error catalogue from the sources, knock-ons joining their cause, and the two
+out-of-sample rounds (tests/data/logs_oos, logs_oos2) held to their hand-written labels."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+from logwatch_helpers import Sink
+
+from tuiapp.commands.logscan import scan_file
+from tuiapp.logwatch.catalogue import known_error
+from tuiapp.logwatch.classify import classify
+from tuiapp.logwatch.envelope import EnvelopeDetector
+from tuiapp.logwatch.watcher import LogWatcher
+
+DATA = Path(__file__).parent / "data"
+ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2"]
+OOS = sorted(p for d in ROUNDS for p in d.glob("*.log"))
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def labels(log: Path) -> dict:
+    return json.loads(log.with_name(log.name[:-4] + ".labels.json").read_text())
+
+
+def scan_text(text: str) -> list[dict]:
+    sink = Sink()
+    w = LogWatcher(sink, log_lines=False)
+    w.feed(text.encode(), now_s=0.0)
+    w.flush(now_s=0.0)
+    return w.summary()["incidents"]
+
+
+# ------------------------------------------------------------------ the labelled rounds
+
+
+def test_each_round_is_what_its_readme_says() -> None:
+    for d in ROUNDS:
+        logs = sorted(d.glob("*.log"))
+        assert len(logs) >= 30
+        readme = (d / "README.md").read_text()
+        assert {p.stem for p in logs} == {line.split(" | ")[0][2:] for line in readme.splitlines()
+                                          if line.startswith("| ") and not line.startswith("| excerpt")
+                                          and not line.startswith("| ---")}
+        cats = {labels(p)["category"] for p in logs}
+        assert {"accelerator", "process", "collector"} <= cats
+        assert sum(1 for p in logs if not labels(p)["failures"]) >= 7  # decoys
+
+
+@pytest.mark.parametrize("log", OOS, ids=lambda p: p.stem)
+def test_every_labelled_failure_is_found_and_nothing_else(log: Path) -> None:
+    want = labels(log)["failures"]
+    got = scan_file(str(log))["incidents"]
+    for f in want:
+        assert any(i["kind"] in f["kinds"] and any(f["first_line"] <= n <= f["last_line"]
+                                                     for n in (i["first_line"], i["signature_line"]))
+                   for i in got), (f, got)
+    for i in got:  # no alert outside a labelled failure
+        assert any(f["first_line"] <= n <= f["last_line"] for f in want for n in (i["first_line"], i["signature_line"])), i
+
+
+def test_the_score_script_prints_recall_and_false_alerts() -> None:
+    out = subprocess.run([sys.executable, "benchmarks/wild_score.py", "--oos", str(ROUNDS[1])], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "found 20/20 (recall 100%); false alerts 0" in out
+    assert "category:accelerator" in out and "kind:error" in out
+
+
+# ------------------------------------------------------------------ the generic layer
+
+
+@pytest.mark.parametrize("line", [
+    "2025-10-07 23:31:33 ERROR sglang_router_rs::core::worker: src/core/worker.rs:517: Failed to connect",
+    "ERROR sglang_router_rs::core::worker: src/core/worker.rs:517: Failed to connect gRPC client",
+    "[Router (Python)] 2025-01-09 00:28:10 - ERROR - Error starting router: argument 'worker_urls'",
+    "ERROR 05-15 18:58:58 [engine.py:448] RuntimeError: bad",
+    "2026-07-20 15:56:14,692 - vllm.v1.executor.multiproc_executor - ERROR - WorkerProc hit an exception.",
+    "2024-08-27 12:54:55 | ERROR | stderr | Traceback (most recent call last):",
+    "[ERROR] HCCL(36035,mindie_llm_backend_connector):2025-05-13-02:25:58.068.817 HcclCommInitRootInfo failed.",
+    "[2025-05-13 02:25:58.64259] [error] [36815] [comm_pool.h:43] CommPool commCreateFunc fail",
+    "CRITICAL:root:the disk is gone",
+    'ts=2025-01-01T00:00:00Z level=error msg="worker died"',
+    '{"level": "error", "msg": "transfer failed"}',
+    "E0904 12:00:00.123456  1234 metadata.cpp:12] etcd unreachable",
+    "thread 'tokio-runtime-worker' panicked at src/routers/http/router.rs:120:9:",
+    "panic: runtime error: invalid memory address or nil pointer dereference",
+    "Memory access fault by GPU node-2 (Agent handle: 0x38b6960) on address 0x1000. Reason: Page not present.",
+    ":0:rocdevice.cpp            :2992: 4026031038 us:  Callback: Queue 0x7d8018200000 aborting with error : "
+    "HSA_STATUS_ERROR_MEMORY_APERTURE_VIOLATION: The agent attempted to access memory. code: 0x29",
+    "hipErrorNoBinaryForGpu: Unable to find code object for all current devices!",
+    "[19277.975559] amdgpu 0000:3d:00.0: amdgpu: [mmhub0] retry page fault (src_id:0 ring:0 vmid:3 pasid:32790)",
+    "UR_RESULT_ERROR_OUT_OF_DEVICE_MEMORY",
+    "Segmentation fault from GPU at 0xff00000c00000000, ctx_id: 1 (CCS) type: 0 (NotPresent), level: 1 (PDE)",
+    "EZ9999: Inner Error!",
+    "[ERROR] 2024-05-17-18:46:14 (PID:40093, Device:0, RankID:-1) ERR01005 OPS internal error",
+    "NVRM: GPU at PCI:0000:b3:00: GPU has fallen off the bus.",
+    "NVRM: GPU0 _issueRpcAndWait: rpcSendMessage failed with status 0x0000000f for fn 10 sequence 800!",
+    " 33%|███████Memory access fault by GPU node-3 (Agent handle: 0x5a5c587a51c0) on address 0x7098. Reason: x.",
+    "python: ../nptl/pthread_mutex_lock.c:81: __pthread_mutex_lock: Assertion `mutex->__data.__owner == 0' failed.",
+])
+def test_a_failure_no_family_knows_is_an_error(line: str) -> None:
+    incs = scan_text(line + "\n")
+    assert [i["kind"] for i in incs] == ["error"], incs
+
+
+@pytest.mark.parametrize("line", ["Aborted (core dumped)", "Bus error (core dumped)", "Fatal Python error: none_dealloc",
+                                  "*** SIGSEGV received at time=1718000000 on cpu 3 ***"])
+def test_a_native_death_is_a_crash(line: str) -> None:
+    assert [i["kind"] for i in scan_text(line + "\n")] == ["crash"]
+
+
+@pytest.mark.parametrize("line", [
+    "[2025-02-25 12:05:39 TP0] The following error message 'operation scheduled before its operands' can be ignored.",
+    "[Router (Rust)] 2025-03-08 02:33:09 - INFO - Worker http://0.0.0.0:31000 health check is pending with error: x",
+    "WARN sglang_router_rs::core::worker: src/core/worker.rs:615: HTTP health check failed for grpc://1.2.3.4:1",
+    "2025-03-07 23:50:27,532 - __main__ - WARNING - Attempt 13: Please wait for sglang server to become ready...",
+    "2021-03-15 21:54:34 +0000 [warn]: #0 failed to write post to http://x/loki/api/v1/push (400 Bad Request",
+    'loki_1      | level=info ts=2020-03-31T19:36:54.1202226Z caller=main.go:74 msg="Starting Loki"',
+    "[2026-01-01 12:00:00 TP0] Prefill batch. #new-seq: 1, #new-token: 7, error rate 0.0, token usage: 0.00",
+    "[2026-01-01 12:00:00] Receive: obj=GenerateReqInput(text='Error: panic: CUDA error: out of memory')",
+    "[2026-01-01 12:00:00] [http_server] Error: The input (5001 tokens) is longer than the model's context length.",
+    "xpu-smi not available or failed: Cannot run program \"xpu-smi\": error=2, No such file or directory",
+])
+def test_scary_but_harmless_lines_stay_silent(line: str) -> None:
+    assert scan_text(line + "\n") == []
+
+
+def test_an_error_logged_line_by_line_is_one_incident() -> None:
+    text = "".join(f"(EngineCore pid=9) ERROR 07-20 20:33:13 [core.py:1233] {x}\n" for x in (
+        "Traceback (most recent call last):", '  File "/a.py", line 1, in f', "    g()", "RuntimeError: bad"))
+    incs = scan_text(text)
+    assert [(i["kind"], i["first_line"], i["count"]) for i in incs] == [("error", 1, 1)]
+
+
+def test_a_traceback_cut_before_its_exception_is_still_a_failure() -> None:
+    text = ('Traceback (most recent call last):\n  File "/srv/http_server.py", line 783, in launch_server\n'
+            "    uvicorn.run(\n")
+    (inc,) = scan_text(text)
+    assert inc["kind"] == "error" and inc["message"].startswith('File "/srv/http_server.py", line 783')
+
+
+def test_an_exception_group_shows_its_sub_exception() -> None:
+    body = ["ERROR:    Exception in ASGI application", "  + Exception Group Traceback (most recent call last):",
+            '  |   File "/x/h11_impl.py", line 403, in run_asgi', "  |     result = await app(",
+            "  | ExceptionGroup: unhandled errors in a TaskGroup (1 sub-exception)",
+            "  +-+---------------- 1 ----------------", "    | Traceback (most recent call last):",
+            '    |   File "/x/app.py", line 9, in handler', "    |     raise ValueError('no model')",
+            "    | ValueError: no model", "    +------------------------------------"]
+    f = classify(body)
+    assert f is not None and f.kind == "error" and f.message == "ValueError: no model"
+
+
+# ------------------------------------------------------------------ envelopes
+
+
+@pytest.mark.parametrize("wrapped,inner", [
+    ('0|MINER  | ERROR:    Exception in ASGI application', "ERROR:    Exception in ASGI application"),
+    ('2024-05-01T10:00:00Z {app="sglang", pod="p-0"} [2026-01-01 12:00:00 TP0] x', "[2026-01-01 12:00:00 TP0] x"),
+    ('{"date": 1714556400.1, "log": "[2026-01-01 12:00:00 TP0] x\\n", "stream": "stdout"}', "[2026-01-01 12:00:00 TP0] x"),
+    ('{"MESSAGE": "[2026-01-01 12:00:00 TP0] x", "_PID": "1"}', "[2026-01-01 12:00:00 TP0] x"),
+    ("<13>1 2024-05-01T10:00:00Z node1 sglang 77 - - [2026-01-01 12:00:00 TP0] x", "[2026-01-01 12:00:00 TP0] x"),
+    ("2024-05-01 10:00:00.123\t[2026-01-01 12:00:00 TP0] x", "[2026-01-01 12:00:00 TP0] x"),
+    ("> [2026-01-01 12:00:00 TP0] x", "[2026-01-01 12:00:00 TP0] x"),
+    ("sglang.1.abc123@node-2    | [2026-01-01 12:00:00 TP0] x", "[2026-01-01 12:00:00 TP0] x"),
+    ("Dec 01 20:18:09.123456 host sglang[7]: [2026-01-01 12:00:00 TP0] x", "[2026-01-01 12:00:00 TP0] x"),
+    ("(VllmWorker rank=1 pid=7226) (Worker_TP1 pid=8) ERROR 09-03 x", "ERROR 09-03 x"),
+])
+def test_a_collectors_wrapping_comes_off(wrapped: str, inner: str) -> None:
+    det = EnvelopeDetector()
+    for _ in range(8):
+        got = det.unwrap(wrapped)
+    assert got == inner
+
+
+def test_code_fences_of_a_paste_are_not_log_lines() -> None:
+    det = EnvelopeDetector()
+    assert det.unwrap("```text") == "" and det.unwrap("[2026-01-01 12:00:00 TP0] x") == "[2026-01-01 12:00:00 TP0] x"
+
+
+# ------------------------------------------------------------------ knock-ons
+
+
+def test_a_500_in_the_same_second_joins_the_failure_it_reports() -> None:
+    text = ('[2026-01-01 12:00:00] Traceback (most recent call last):\n  File "/a.py", line 1, in f\n'
+            "ValueError: bad weights\n"
+            '[2026-01-01 12:00:00] INFO:     127.0.0.1:1 - "POST /generate HTTP/1.1" 500 Internal Server Error\n')
+    assert [i["kind"] for i in scan_text(text)] == ["error"]
+    later = text.replace("12:00:00] INFO", "12:00:05] INFO")
+    assert [i["kind"] for i in scan_text(later)] == ["error", "request"]
+
+
+def test_the_launchers_eoferror_after_a_death_joins_it() -> None:
+    text = ("[2026-01-01 12:00:00] Subprocess scheduler_0 (pid=1) crashed with exit code -9. Triggering SIGQUIT\n"
+            'Traceback (most recent call last):\n  File "/sglang/launch_server.py", line 9, in main\n'
+            "EOFError\n")
+    assert [i["kind"] for i in scan_text(text)] == ["crash"]
+
+
+def test_c10_lines_after_a_collective_failure_join_its_burst_uncounted() -> None:
+    text = ("[rank0]:[E0314 09:12:00.417 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "
+            "timeout: WorkNCCL(SeqNum=1) ran for 600074 milliseconds before timing out.\n"
+            "[rank0]:[E0314 09:12:00.418 ProcessGroupNCCL.cpp:684] [Rank 0] Some NCCL operations have failed.\n")
+    assert [(i["kind"], i["count"]) for i in scan_text(text)] == [("nccl", 1)]
+
+
+# ------------------------------------------------------------------ the catalogue
+
+
+def test_the_catalogue_knows_sglangs_own_error_messages() -> None:
+    cat = json.loads((ROOT / "tuiapp" / "logwatch" / "catalogue.json").read_text())
+    sources = {t["source"] for t in cat["templates"]}
+    assert {"sglang", "nccl", "rocm-clr", "rocm-rocr", "sglang_router"} <= sources
+    assert sum(1 for s in cat["sources"] if s["source"].startswith("sglang==")) >= 5  # releases from PyPI
+    assert known_error("DetokenizerManager hit an exception: Traceback (most recent call last):")
+    assert not known_error("Load weight end. type=Qwen2ForCausalLM")
+    # logged at error level, SGLang's format has no level: the catalogue is the only sign
+    assert [i["kind"] for i in scan_text("[2026-01-01 12:00:00] Deferred reply failed: zmq closed\n")] == ["error"]
+
+
+def test_the_catalogue_script_reads_wheels_and_c_sources(tmp_path: Path) -> None:
+    wheel = tmp_path / "pypi" / "sglang-9.9.9-py3-none-any.whl"
+    wheel.parent.mkdir()
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("sglang/srt/x.py", 'logger.error(f"Transfer of {rid} failed: {e}")\n'
+                                      'logger.warning("just advice")\n'
+                                      'logger.exception("Boom %s", e)\n'
+                                      'raise ValueError("bad value {}".format(v))\n')
+    csrc = tmp_path / "c"
+    csrc.mkdir()
+    (csrc / "a.cc").write_text('WARN("Cuda failure %d \'%s\'", err, s);\nfprintf(stderr, "usage: x\\n");\n'
+                               'fprintf(stderr, "Memory access fault by GPU node-%u on %p\\n", n, p);\n')
+    out = tmp_path / "cat.json"
+    subprocess.run([sys.executable, "tools/error_catalogue.py", "--pypi", str(wheel.parent), "--c", f"nccl={csrc}",
+                    "--out", str(out)], cwd=ROOT, check=True, capture_output=True, timeout=60)
+    rows = {(t["source"], t["level"], t["head"]) for t in json.loads(out.read_text())["templates"]}
+    assert rows == {("sglang", "error", "Transfer of "), ("sglang", "exception", "Boom "),
+                    ("sglang", "raise", "bad value "), ("nccl", "error", "Cuda failure "),
+                    ("nccl", "error", "Memory access fault by GPU node-")}
