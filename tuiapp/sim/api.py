@@ -9,6 +9,7 @@ the simulator's own /sim/gpus.
 from __future__ import annotations
 
 import asyncio
+import json
 import secrets
 import time
 import uuid
@@ -154,7 +155,14 @@ class Api:
         sim = self.sim
         if req.path == "/get_server_info":
             sim.log.emit("Endpoint '/get_server_info' is deprecated and will be removed in a future version. Please use '/server_info' instead.")
+        await self._scheduler_rpc()
         self.reply(conn, req, 200, sim.server_info())
+
+    async def _scheduler_rpc(self) -> None:
+        """An endpoint that asks the schedulers: a wedged one never answers."""
+        s = self.sim.scheduler
+        if s.hung or s.hung_dp:
+            await asyncio.Future()
 
     async def flush_cache(self, req, conn):
         ok = self.sim.scheduler.flush()
@@ -170,14 +178,15 @@ class Api:
         self.reply(conn, req, 200, text, "text/plain; version=0.0.4; charset=utf-8")
 
     async def v1_loads(self, req, conn):
+        if self.sim.ns.sim_old_loads:  # SGLang before #23010
+            self.reply(conn, req, 404, {"detail": "Not Found"})
+            return
         # shared memory, no scheduler call: answers while a rank is wedged (its slot frozen)
         status, body = self.loads.v1_loads(req.query.get("include"), req.query.get("dp_rank"))
         self.reply(conn, req, status, body)
 
     async def get_load(self, req, conn):
-        s = self.sim.scheduler
-        if s.hung or s.hung_dp:  # a scheduler RPC: a wedged rank never answers
-            await asyncio.Future()
+        await self._scheduler_rpc()
         self.reply(conn, req, 200, self.loads.get_load())
 
     async def models(self, req, conn):
@@ -217,11 +226,12 @@ class Api:
         if kind == "generate":  # tokenizer_manager._handle_abort_req's out dict
             meta = {"id": rid, "finish_reason": {"type": "abort", "status_code": 503, "message": QUEUE_FULL},
                     "weight_version": wv, "e2e_latency": 0.0005, "weight_versions": [{"version": wv, "start": 0, "end": 0}],
-                    "completion_tokens": 0}
+                    "completion_tokens": 0, "response_sent_to_client_ts": time.time()}
             conn.send(_sse({"text": "", "output_ids": [], "meta_info": meta}))
         else:  # serving_chat / serving_completions: create_streaming_error_response(message, code.name, code)
-            conn.send(_sse({"error": {"object": "error", "message": QUEUE_FULL, "type": "SERVICE_UNAVAILABLE",
-                                      "param": None, "code": 503}}))
+            error = {"error": {"object": "error", "message": QUEUE_FULL, "type": "SERVICE_UNAVAILABLE", "param": None,
+                               "code": 503}}
+            conn.send(b"data: " + json.dumps(error).encode() + b"\n\n")  # json.dumps' spacing, as the real one
             opts = body.get("stream_options") or {}
             if opts.get("include_usage") or self.sim.ns.stream_response_default_include_usage:
                 usage = {"prompt_tokens": 0, "total_tokens": 0, "completion_tokens": 0}
