@@ -76,6 +76,23 @@ def remember_secrets(args: argparse.Namespace) -> None:
         remember(*secret_values([str(t) for t in server], os.environ))
 
 
+# Options that name a file tuiapp writes: a directory there is a usage error now, not a
+# traceback when the file is written (maybe hours later).
+_WRITTEN_FILES = ("record", "summary", "ledger", "ledger_md", "ledger_csv", "output", "html", "log")
+
+
+def check_written_paths(args: argparse.Namespace) -> None:
+    from pathlib import Path
+
+    for dest in _WRITTEN_FILES:
+        value = getattr(args, dest, None)
+        if isinstance(value, str) and value and Path(value).is_dir():
+            raise UsageError(f"--{dest.replace('_', '-')} {value}: is a directory")
+    log_dir = getattr(args, "log_dir", None)
+    if isinstance(log_dir, str) and Path(log_dir).exists() and not Path(log_dir).is_dir():
+        raise UsageError(f"--log-dir {log_dir}: not a directory")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -84,6 +101,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     remember_secrets(args)
     try:
+        check_written_paths(args)
         return int(args._run(args) or 0)
     except UsageError as exc:
         print(f"tuiapp {args.command}: error: {exc}", file=sys.stderr)

@@ -114,13 +114,23 @@ def for_server(settings: Any, info: Any, args: argparse.Namespace, found: Any = 
 
 
 def check_options(args: argparse.Namespace) -> None:
-    """The numeric options argparse cannot judge: one-line UsageError."""
+    """What argparse cannot judge (positive numbers, empty names, URLs): one-line UsageError."""
+    from tuiapp.commands.net_args import check_url
     from tuiapp.common.errors import UsageError
 
     for name in ("metrics_interval", "ready_timeout", "server_wait_s"):
         value = getattr(args, name)
         if not value > 0:  # NaN too
             raise UsageError(f"--{name.replace('_', '-')} must be positive")
+    for name in ("model", "trial"):
+        if getattr(args, name) == "":
+            raise UsageError(f"--{name} must not be empty")
+    key = args.api_key
+    if key is not None and not (key and key.isascii() and key.isprintable()):
+        # it goes into an HTTP header (never echoed: it is a secret)
+        raise UsageError("--api-key must be printable ASCII (it is sent as an HTTP header)")
+    for url in args.dcgm or []:
+        check_url(url, "--dcgm", bare_host=True)
 
 
 def _check_url(raw: str) -> str:

@@ -73,6 +73,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError("--interval must be between 0.05 and 60 seconds")
     if args.sim and args.gpu_source:
         raise UsageError("--sim and --gpu-source cannot be combined")
+    from tuiapp.commands.net_args import check_url
+
+    for url in [args.sim] * bool(args.sim) + args.gpu_source:
+        check_url(url, "--sim" if url == args.sim else "--gpu-source", bare_host=True)
     from tuiapp.commands.net_args import apply_net_arguments
 
     apply_net_arguments(args)

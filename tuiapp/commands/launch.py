@@ -90,8 +90,11 @@ def _single_trial(argv: list[str], args: argparse.Namespace):
         value = getattr(args, name)
         if value is not None and value < (0 if name == "warmup" else 1):
             raise UsageError(f"--{name.replace('_', '-')} must be {'>= 0' if name == 'warmup' else '>= 1'}")
-    if args.ready_timeout <= 0:
+    if not args.ready_timeout > 0:  # NaN too
         raise UsageError("--ready-timeout must be > 0")
+    for name in ("name", "model"):
+        if getattr(args, name) == "":
+            raise UsageError(f"--{name} must not be empty")
     if args.prompts and not Path(args.prompts).is_file():
         raise UsageError(f"--prompts {args.prompts}: no such file")
     from pydantic import ValidationError
