@@ -376,8 +376,9 @@ def _md_cells(r: LedgerRow) -> list[str]:
     cells = [r.name, r.status, mean, ci, delta, r.verdict or NA, num(r.accept_length),
              num(r.startup_s, ".1f"), gib(mem), pcie,
              diff_text(r.diff) or "-", "; ".join(notes)]
-    # a first error and a trial name come from logs and plans: escaped, never Markdown or HTML
-    return [cell(c) for c in cells]
+    # the notes carry a first error from a server's log: hostile text, escaped (record/markdown);
+    # the rest is the plan's and tuiapp's own, kept readable in a terminal
+    return [*(c.replace("|", "\\|").replace("\n", " ") for c in cells[:-1]), cell(cells[-1])]
 
 
 def _atomic_write(path: Path, text: str) -> None:
