@@ -37,6 +37,7 @@ def test_rows_put_trials_in_flight_first():
 
 async def test_key_c_opens_the_campaign_and_enter_a_trial():
     session = Session(title="campaign", sources=[idle])
+    controls = session.controls = Controls()
     app = DashboardApp(session)
     async with app.run_test(size=(160, 48)) as pilot:
         await publish(pilot, session.bus, *[TrialState(t_s=999.0, name=j.trial, index=i, total=4, phase="launching")
@@ -54,6 +55,75 @@ async def test_key_c_opens_the_campaign_and_enter_a_trial():
         screen.refresh_rows()
         await pilot.pause()
         assert str(table.get_row_at(1)[2]) == "RUNNING" and str(table.get_row_at(1)[3]) == "n2"
-        await pilot.press("down", "enter")
+        await pilot.press("down", "down", "enter")  # baseline: finished, so its details
         await pilot.pause()
         assert isinstance(app.screen, TrialScreen)
+        assert controls.focused == []  # a finished trial has no server to show
+
+
+class Controls:
+    owns_server = False
+
+    def __init__(self) -> None:
+        self.focused: list[str | None] = []
+
+    def focus_trial(self, name: str | None) -> bool:
+        self.focused.append(name)
+        return True
+
+
+async def test_enter_on_a_trial_in_flight_shows_it_on_the_dashboard():
+    session = Session(title="campaign", sources=[idle])
+    session.controls = Controls()
+    app = DashboardApp(session)
+    async with app.run_test(size=(160, 48)) as pilot:
+        await publish(pilot, session.bus, *JOBS)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("enter")  # tp16, running
+        await pilot.pause()
+        assert session.controls.focused == ["tp16"] and not isinstance(app.screen, CampaignScreen)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        assert session.controls.focused == ["tp16", None]
+
+
+def test_a_focus_keeps_other_trials_server_events_off_the_bus(tmp_path):
+    from pathlib import Path
+
+    from tuiapp.events import LogLine, RunDone, TrialResult
+    from tuiapp.slurm.runner import SlurmPlanRunner
+    from tuiapp.slurm.spec import SlurmSpec
+    from tuiapp.trials.ledger import Ledger
+    from tuiapp.trials.plan import parse_plan
+    from tuiapp.trials.runner import RunnerOptions
+
+    plan = parse_plan('[baseline]\nmodel = "m"\n[[trial]]\nname = "b"\nflags = {tp = 2}\n', Path("p.toml"))
+    runner = SlurmPlanRunner(plan, plan.all(), Ledger(), RunnerOptions(ledger_path=tmp_path / "l.json"),
+                             spec=SlurmSpec())
+
+    class Bus:
+        def __init__(self) -> None:
+            self.events = []
+
+        def publish(self, event) -> None:
+            self.events.append(event)
+
+    bus = Bus()
+    runner._bus = bus
+    to_a, to_b = runner._publisher("baseline", bus), runner._publisher("b", bus)
+    line = LogLine(t_s=1.0, line_no=1, text="x")
+    run = RunDone(t_s=1.0, run_index=0, requests=1, duration_s=1.0, decode_tok_s=1.0, output_tok_s=1.0)
+    to_a(TrialState(t_s=1.0, name="baseline", index=0, total=2, phase="running"))
+    to_b(TrialState(t_s=1.0, name="b", index=1, total=2, phase="running"))
+    to_a(line), to_b(line)
+    assert len(bus.events) == 4  # no focus: everything, as a headless campaign records it
+    bus.events.clear()
+    runner.set_focus("b")
+    assert [(e.kind, getattr(e, "name", None)) for e in bus.events] == [("trial", "b")]  # the dashboard starts on b
+    bus.events.clear()
+    to_a(line), to_a(run), to_b(line), to_b(run)
+    to_a(job("baseline", "1", "RUNNING")), to_a(TrialResult(t_s=1.0, name="baseline", status="ok"))
+    assert [e.kind for e in bus.events] == ["log", "run", "trial_job", "trial_result"]

@@ -141,6 +141,9 @@ def test_campaign_of_four_trials_two_in_flight(slurm_conf, tmp_path):
     oom = rows["oom"]
     assert oom["status"] == "oom" and oom["slurm_reason"].startswith("cancelled by tuiapp: oom on n")
     assert oom["slurm_cancel_after_alert_s"] < 5.0
+    # two trials side by side: their watchers' alert ids never collide in the one stream
+    oom_ids = {e["alert_id"] for e in events if e.get("kind") == "alert" and e.get("alert_kind") == "oom"}
+    assert oom_ids and not oom_ids & {a["alert_id"] for a in alerts}
     alert_t_s = min(e["t_s"] for e in events if e.get("kind") == "alert" and e.get("alert_kind") == "oom")
     from tuiapp.slurm.query import parse_time
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import time
 from pathlib import Path
 
 from tuiapp.common.errors import UsageError
@@ -40,12 +41,7 @@ def job_sources(job_id: str, url: str | None) -> tuple[str, list[str], list[str]
     if info.state not in ("RUNNING", "COMPLETING"):
         raise UsageError(f"--slurm-job {job_id}: the job is {info.state}, not running")
     job_dir = Path(info.stdout).parent if info.stdout else None
-    endpoint = None
-    if job_dir is not None:
-        try:
-            endpoint = json.loads((job_dir / "endpoint.json").read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            endpoint = None
+    endpoint = _endpoint(job_dir) if job_dir is not None else None
     if endpoint is not None and str(endpoint.get("job_id")) == info.job_id.split("_")[0]:
         nodes = [str(n) for n in endpoint.get("nodes") or info.nodes]
         url = url or f"http://{endpoint['head_addr']}:{endpoint['port']}"
@@ -55,6 +51,26 @@ def job_sources(job_id: str, url: str | None) -> tuple[str, list[str], list[str]
                          f"{info.stdout}); give its URL: tuiapp attach URL --slurm-job {job_id}")
     logs = [f"{record.get('BatchHost') or 'batch'}={info.stdout}"] if info.stdout else []
     return url, logs, info.nodes
+
+
+ENDPOINT_WAIT_S = 30.0  # a job of trials --slurm that has just started writes it in a moment
+
+
+def _endpoint(job_dir: Path) -> dict | None:
+    """The job's endpoint.json; for a job of trials --slurm (its job.sh says so) that has not
+    written it yet, waited for."""
+    try:
+        ours = "written by tuiapp trials --slurm" in (job_dir / "job.sh").read_text(encoding="utf-8")
+    except OSError:
+        ours = False
+    deadline = time.monotonic() + (ENDPOINT_WAIT_S if ours else 0.0)
+    while True:
+        try:
+            return json.loads((job_dir / "endpoint.json").read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            if time.monotonic() >= deadline:
+                return None
+        time.sleep(0.1)
 
 
 def apply_slurm_job(args) -> None:

@@ -15,13 +15,34 @@ import time
 from pathlib import Path
 
 from tuiapp.bus import EventBus
-from tuiapp.events import Note, TrialResult, TrialState
+from tuiapp.events import (
+    Alert,
+    BenchState,
+    BenchSummary,
+    GpuSample,
+    HostSample,
+    LogLine,
+    Note,
+    PointDone,
+    RequestDone,
+    RunDone,
+    ServerInfo,
+    ServerState,
+    ServerStats,
+    TrialResult,
+    TrialState,
+)
 from tuiapp.slurm.jobs import Slurm
 from tuiapp.slurm.spec import SlurmSpec
 from tuiapp.slurm.trial import SlurmTrial
 from tuiapp.trials.diff import config_diff, confound_warning
 from tuiapp.trials.ledger import OK, LedgerRow
 from tuiapp.trials.runner import PlanRunner
+
+ALERT_ID_STRIDE = 1_000_000
+# one trial's server and benchmark: with a focus, only the focused trial's reach the dashboard
+SERVER_EVENTS = (LogLine, RequestDone, GpuSample, HostSample, ServerStats, ServerState, ServerInfo, BenchState,
+                 RunDone, PointDone, BenchSummary, Alert, TrialState)
 
 
 def job_root_for(options, spec: SlurmSpec) -> Path:
@@ -41,11 +62,46 @@ class SlurmPlanRunner(PlanRunner):
         self.slurm = Slurm()
         self.job_root = job_root_for(self.options, spec)
         self.in_flight: dict[str, SlurmTrial] = {}  # trial name -> its job, while it runs
+        self.focus: str | None = None  # the trial the dashboard shows (the campaign view's Enter)
+        self._last_state: dict[str, TrialState] = {}
+        self._bus: EventBus | None = None
         atexit.register(self.slurm.cancel_all_now)
 
+    def set_focus(self, name: str | None, bus: EventBus | None = None) -> None:
+        """Show one trial's server on the dashboard (None: every trial's events, mixed). The
+        focused trial's last state is published again, so the dashboard starts on it."""
+        self.focus = name
+        bus = bus or self._bus
+        if name is not None and bus is not None and name in self._last_state:
+            last = self._last_state[name]
+            bus.publish(last.model_copy(update={"t_s": time.time()}))
+
+    def _publisher(self, name: str, bus: EventBus):
+        """What a trial publishes: all of it without a focus; with one, another trial's server
+        events (log, requests, GPUs, runs, alerts, its states) stay out of the dashboard and the
+        recording, while its row, job, result and notes go through."""
+        def publish(event) -> None:
+            if isinstance(event, TrialState):
+                self._last_state[name] = event
+            if self.focus is None or self.focus == name or not isinstance(event, SERVER_EVENTS):
+                bus.publish(event)
+        return publish
+
+    @property
+    def bench(self):
+        """The focused trial's benchmark (the dashboard's pause and restart act on it)."""
+        trial = self.in_flight.get(self.focus) if self.focus else None
+        return trial.bench if trial is not None else None
+
+    @bench.setter
+    def bench(self, _value) -> None:  # the plan runner's own slot: each trial keeps its bench
+        pass
+
     def stop_server(self) -> None:
-        """Skip every trial in flight (not recorded: --resume runs them again)."""
-        for trial in list(self.in_flight.values()):
+        """Skip the focused trial, or every trial in flight without a focus (not recorded:
+        --resume runs them again)."""
+        focused = self.in_flight.get(self.focus) if self.focus else None
+        for trial in [focused] if focused is not None else list(self.in_flight.values()):
             trial.stop_server()
 
     async def shutdown(self) -> None:
@@ -56,6 +112,7 @@ class SlurmPlanRunner(PlanRunner):
         await self.slurm.close()
 
     async def run(self, bus: EventBus) -> None:
+        self._bus = bus
         total = len(self.trials)
         for cfg in self.trials:
             changes = config_diff(self.plan.reference(cfg), cfg)
@@ -76,9 +133,11 @@ class SlurmPlanRunner(PlanRunner):
                                            message=f"the search's budget of {budget_s:g} s is spent"))
                     return
                 trial = SlurmTrial(self, self.slurm, self.spec.for_trial(cfg.slurm), self.job_root)
+                # alert ids are each watcher's own: trials in flight side by side must not share them
+                trial.alert_id_base = (index + 1) * ALERT_ID_STRIDE
                 self.in_flight[cfg.name] = trial
                 try:
-                    row = await trial.run_trial(cfg, index, total, bus.publish)
+                    row = await trial.run_trial(cfg, index, total, self._publisher(cfg.name, bus))
                 finally:
                     self.in_flight.pop(cfg.name, None)
                 if row is None:

@@ -65,6 +65,7 @@ class SlurmTrial(PlanRunner):
         self.endpoint: dict | None = None
         self._fatal = asyncio.Event()
         self.interrupted = False
+        self.alert_id_base = 0  # added to this trial's alert ids (the campaign's runner sets it)
         # the campaign view's row (TrialJob), published when it changes
         self.trial_name = ""
         self.url: str | None = None
@@ -121,6 +122,10 @@ class SlurmTrial(PlanRunner):
         self.trial_name, self._publish = cfg.name, observe
 
         def watch(event: _Event) -> None:
+            if isinstance(event, Alert) and self.alert_id_base:
+                event = event.model_copy(update={
+                    "alert_id": event.alert_id + self.alert_id_base if event.alert_id else 0,
+                    "caused_by": event.caused_by + self.alert_id_base if event.caused_by else None})
             observe(event)
             if isinstance(event, RunDone):
                 self.runs += 1

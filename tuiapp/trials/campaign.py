@@ -37,6 +37,15 @@ class TrialsControls:
         """Skip the current trial (not recorded, so --resume runs it again)."""
         self.runner.stop_server()
 
+    def focus_trial(self, name: str | None) -> bool:
+        """Show this trial on the dashboard, where several run at once (trials --slurm); False
+        where the runner runs one trial at a time."""
+        set_focus = getattr(self.runner, "set_focus", None)
+        if set_focus is None:
+            return False
+        set_focus(name)
+        return True
+
 
 def build_trials_session(plan: Plan, trials: list[TrialConfig], ledger: Ledger, options: RunnerOptions,
                          *, title: str | None = None, record_path: Path | None = None,
