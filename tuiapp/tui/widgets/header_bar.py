@@ -77,7 +77,7 @@ class HeaderBar(Panel):
             first.append("  bench ", self.tone("label"))
             tone = "warn" if s.bench_state.state in ("paused", "waiting_server") else "value"
             first.append(s.bench_state.state.replace("_", " "), self.tone(tone))
-        if s.server_state is not None and s.server_state.state == "failed" and s.server_state.message:
+        if s.server_state is not None and s.server_state.state in ("failed", "unreachable") and s.server_state.message:
             first.append(f"  {s.server_state.message}", self.tone("error"))
 
         info = s.server_info
