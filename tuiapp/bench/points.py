@@ -13,6 +13,10 @@ Rates of a point (open loop; docs/load-curves.md):
   client lag = a request's send time - its scheduled time; open-loop TTFT and e2e include
             it, so queueing behind --max-concurrency or a slow client is latency, not hidden
 Closed loop: served = successful requests / wall time.
+
+What counts: a request by tuiapp.bench.outcome (cancelled ones never; failed ones in every
+share and rate, by reason); a run when every one of its requests finished (a run cut by a stop
+or a restart is not a run, BenchLoop._one_run); a point when at least one of its runs counted.
 """
 
 from __future__ import annotations
