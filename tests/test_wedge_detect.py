@@ -114,7 +114,8 @@ async def test_simulated_wedged_rank_is_flagged_with_its_rank(names):
     """DP 2; the last DP rank wedges 1 s after ready: the poller names rank 1, long before
     the simulator's watchdog (300 s). Latency figures: benchmarks/wedge_detect.py."""
     args = ["--model-path", "/models/Kimi-K2.5", "--tp", "8", "--dp-size", "2", "--enable-dp-attention", "--enable-metrics",
-            "--sim-step-ms", "3", "--sim-fault", "rank_hang@1", "--sim-metric-names", names]
+            "--sim-step-ms", "3", "--sim-fault", "rank_hang@1", "--sim-metric-names", names,
+            "--watchdog-timeout", "3000"]  # the simulated watchdog (/ speed 100) stays 30 s away
     with sim_process.SimProcess(args, speed=100) as sim:
         sim.wait_ready(60)
         events, stop = [], asyncio.Event()
@@ -134,3 +135,31 @@ async def test_simulated_wedged_rank_is_flagged_with_its_rank(names):
             await asyncio.wait_for(poller, 5)
     alerts = [e for e in events if isinstance(e, Alert) and e.source == "loads"]
     assert alerts and alerts[0].alert_kind == "hang" and alerts[0].dp_ranks == [1]
+
+
+async def test_an_older_server_is_judged_by_get_load_timeouts():
+    """No /v1/loads (before SGLang #23010): /get_load, a scheduler RPC, stops answering when a
+    rank wedges; its timeouts count as a snapshot that did not change, busy as /metrics says."""
+    args = ["--model-path", "/models/Kimi-K2.5", "--tp", "8", "--dp-size", "2", "--enable-dp-attention",
+            "--enable-metrics", "--sim-step-ms", "3", "--sim-fault", "rank_hang@1", "--sim-old-loads",
+            "--watchdog-timeout", "3000"]
+    with sim_process.SimProcess(args, speed=100) as sim:
+        sim.wait_ready(60)
+        events, stop = [], asyncio.Event()
+        poller = asyncio.create_task(run_metrics_poller(events.append, sim.url, interval_s=0.1, stop=stop,
+                                                        detector=WedgeDetector(stall_s=1.0)))
+        settings = BenchSettings(max_new_tokens=2000, runs=None, concurrency=4, warmup_requests=0, flush_cache=False)
+        bench = asyncio.create_task(BenchLoop(events.append, sim.url, settings).run())
+        try:
+            for _ in range(300):
+                if any(isinstance(e, Alert) and e.source == "loads" for e in events):
+                    break
+                await asyncio.sleep(0.05)
+        finally:
+            stop.set()
+            bench.cancel()
+            await asyncio.gather(bench, return_exceptions=True)
+            await asyncio.wait_for(poller, 5)
+    alerts = [e for e in events if isinstance(e, Alert) and e.source == "loads"]
+    assert alerts and alerts[0].alert_kind == "hang" and "/get_load" in alerts[0].message
+    assert alerts[0].dp_ranks  # every rank the RPC stands for (it cannot say which one hangs)

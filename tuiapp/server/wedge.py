@@ -60,11 +60,14 @@ class WedgeDetector:
 
     def observe(self, now_s: float, loads: list[RankLoad] | None, *, busy_hint: bool | None = None) -> list:
         out: list = []
+        stale = loads is None
         if loads is None:  # no answer: every known rank stands still
             loads = [t.load for t in self._tracks.values()]
         for load in loads:
-            busy = ((load.running or 0) + (load.waiting or 0) > 0) if load.running is not None or load.waiting is not None \
-                else bool(busy_hint)
+            if (stale or load.running is None and load.waiting is None) and busy_hint is not None:
+                busy = busy_hint  # the last answer's counts are old news: /metrics is fresher
+            else:
+                busy = (load.running or 0) + (load.waiting or 0) > 0
             track = self._tracks.get(load.dp_rank)
             flagged = self._flagged.get(load.dp_rank)
             if track is None or track.stamp != load.stamp:
