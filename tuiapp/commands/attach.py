@@ -391,9 +391,12 @@ async def _ready_and_discovered(url: str, args: argparse.Namespace) -> Any:
     timeout_s = args.connect_timeout + 5
     async with async_client(url, api_key=args.api_key, timeout=timeout_s) as client:
         try:
-            await wait_until_ready(client, url, timeout_s=args.ready_timeout, progress=progress)
+            await wait_until_ready(client, url, timeout_s=args.ready_timeout, progress=progress,
+                                   request_timeout_s=timeout_s)
         except NotReady as exc:
             raise ServerUnreachable(str(exc)) from None
+        except httpx.TimeoutException:  # it accepts and never answers: not a starting server
+            raise ServerUnreachable(f"GET {url}/health: no answer within {timeout_s:g} s") from None
         except httpx.HTTPError as exc:
             raise ServerUnreachable(f"cannot connect to {url}: {cause(exc)}") from None
         return await discover(url, api=args.api, model=args.model, api_key=args.api_key, timeout_s=timeout_s,

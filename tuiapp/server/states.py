@@ -54,25 +54,21 @@ def _refused(exc: BaseException) -> bool:
 
 async def readiness(client: httpx.AsyncClient, base_url: str, timeout_s: Any = 5.0) -> str | None:
     """None when the server at ``base_url`` serves, else why it does not yet (refused, 503,
-    "starting"). Errors that waiting cannot cure (TLS, name resolution) are raised."""
+    "starting"). Errors that waiting cannot cure (TLS, name resolution, a server that accepts
+    and never answers: ``httpx.TimeoutException``) are raised."""
     try:
         resp = await client.get(base_url + "/health", timeout=timeout_s)
     except httpx.ConnectError as exc:
         if _refused(exc):
             return "Connection refused"
         raise
-    except httpx.TimeoutException:
-        return "no answer yet"
     except httpx.RemoteProtocolError:
         return "connection closed before an answer"
     why = starting_reason(resp.status_code, resp.text)
     if why is not None or resp.status_code == 200:
         return why and f"GET /health: {why}"
     # no /health (404) or one that fails: /v1/models says whether an OpenAI server is up
-    try:
-        resp = await client.get(base_url + "/v1/models", timeout=timeout_s)
-    except httpx.TimeoutException:
-        return "no answer yet"
+    resp = await client.get(base_url + "/v1/models", timeout=timeout_s)
     why = starting_reason(resp.status_code, resp.text)
     return why and f"GET /v1/models: {why}"
 
@@ -82,7 +78,8 @@ class NotReady(Exception):
 
 
 async def wait_until_ready(client: httpx.AsyncClient, base_url: str, *, timeout_s: float,
-                           progress: Callable[[str], None], poll_s: float = READY_POLL_S) -> float:
+                           progress: Callable[[str], None], poll_s: float = READY_POLL_S,
+                           request_timeout_s: float = 5.0) -> float:
     """Wait while the server is starting; the seconds waited. A progress line at the start,
     whenever the answer changes (refused -> 503) and every ``PROGRESS_EVERY_S`` while it
     waits; :class:`NotReady` after ``timeout_s``."""
@@ -90,7 +87,7 @@ async def wait_until_ready(client: httpx.AsyncClient, base_url: str, *, timeout_
     next_line_s = 0.0
     said = ""
     while True:
-        why = await readiness(client, base_url)
+        why = await readiness(client, base_url, request_timeout_s)
         waited_s = time.monotonic() - t0
         if why is None:
             if waited_s >= poll_s:
