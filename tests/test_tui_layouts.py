@@ -120,8 +120,8 @@ async def test_a_new_trial_starts_without_the_previous_ones_figures(tmp_path):
     s.apply(RequestDone(t_s=5, run_index=0, request_index=0, ttft_s=0.2, tpot_s=0.1, e2e_s=3.0))
     s.apply(ServerStats(t_s=6, source="metrics", gen_throughput_tok_s=310.0, running_reqs=1))
     assert s.server_tok_s[-1] == 310.0
-    s.apply(ServerStats(t_s=7, source="metrics", gen_throughput_tok_s=310.0, running_reqs=0))
-    assert s.server_tok_s[-1] is None  # idle: the gauge's last value is not a rate now
+    s.apply(ServerStats(t_s=11, source="metrics", gen_throughput_tok_s=310.0, running_reqs=0))
+    assert s.server_tok_s[-1] is None and s.server_tok_s_now is None  # idle: the gauge's last value is no rate
 
 
 def test_progress_has_an_eta_from_the_pace_so_far():

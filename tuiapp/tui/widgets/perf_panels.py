@@ -70,7 +70,7 @@ class ThroughputPanel(_PerfPanel):
             ]
         else:
             lines = []
-        server = s.server_tok_s[-1] if s.server_tok_s else None
+        server = s.server_tok_s_now
         # the kind of each figure in words; on a narrow panel the short words (docs/dashboard.md)
         stream, total = ("per stream ", "aggregate  ") if self.size.width >= 36 else ("stream ", "total  ")
         lines = lines or [
@@ -172,13 +172,15 @@ class LatencyPanel(_PerfPanel):
         return self._join(lines)
 
 
+STALE_S = 5.0  # server figures older than this say so
+
+
 class ServerPanel(_PerfPanel):
     """What a tuner looks at first: the server's running and queued requests and KV-cache
     usage (from /metrics, or the log's decode lines), the client's request rate and its
     failed requests by reason."""
 
     panel_key = "server"
-    min_interval_s = 0.0
     axis_w = 4
 
     def get_content_height(self, container, viewport, width: int) -> int:
@@ -218,9 +220,11 @@ class ServerPanel(_PerfPanel):
                 lines += [self._line((f"  {name} ", "label"), (str(n), "error")) for name, n in reasons]
             else:
                 lines[-1].append(": " + reasons_text(s.errors_by_reason), self.tone("error"))
-        if load is not None:
+        if load is not None:  # where from, and its age once it is old (a clock here would move every second)
             source = "/metrics" if load.source == "metrics" else "log"
-            lines.append(self._line((f"from {source} at {fmt.clock(s.rel_s(load.t_s))}", "muted")))
+            age_s = (s.now_t_s or load.t_s) - load.t_s
+            old = f", {fmt.clock(age_s)} old" if age_s > STALE_S else ""
+            lines.append(self._line((f"from {source}{old}", "warn" if old else "muted")))
         # the rows left: running requests and KV usage over time, from zero (KV: 0-100%)
         rows = self.size.height - len(lines)
         if rows >= 4 and load is not None:
