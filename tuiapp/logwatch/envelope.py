@@ -31,6 +31,7 @@ MIN_SHARE = 0.75  # of them that must carry it
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\^\[\[[0-9;]*m")
 # Ray's "(WorkerDict pid=N, ip=..)", vLLM's "(VllmWorker rank=1 pid=N)", nested "(A pid=1) (B pid=2) "
+_BARE_SGR_RE = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
 _RAY_RE = re.compile(r"(?:\((?:[\w.:-]+)(?: [\w.-]+=[\w.-]+)* pid=\d+(?:, ip=[\d.]+)?\) ?){1,3}")
 
 _TS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
@@ -69,6 +70,8 @@ _ORDER = list(ENVELOPES)  # more specific first: cri and loki before docker_ts, 
 def strip_ansi(text: str) -> str:
     if "\x1b" in text or "^[[" in text:
         return _ANSI_RE.sub("", text)
+    if text[:1] == "[" and _BARE_SGR_RE.match(text):  # colour codes pasted without their ESC byte
+        return _BARE_SGR_RE.sub("", text)
     return text
 
 

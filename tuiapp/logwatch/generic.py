@@ -29,8 +29,19 @@ _LVL = r"(?:ERROR|FATAL|CRITICAL|CRIT|EMERG|ALERT|Error|Fatal|Critical)"
 _LEVEL_RE = (
     # "ERROR:root:msg", uvicorn "ERROR:    msg"
     r"(?:ERROR|CRITICAL|FATAL):(?:[\w.]*:|\s+)\S"
-    # "[ERROR] msg", "[ts] [ERROR] msg", "[ts][ERROR]", Ascend "[ERROR] RUNTIME(123,python):..."
-    r"|(?:" + _TS + r"\s*)?\[" + _LVL + r"\]"
+    # "[ERROR] msg", "[ts] [ERROR] msg", "[ts][ERROR]", Ascend "[ERROR] RUNTIME(123,python):...",
+    # "[91169.521125] [ERROR]msg" (any bracketed stamp before it)
+    r"|(?:" + _TS + r"\s*|\[[^\]]{1,40}\]\s*)?\[" + _LVL + r"\]"
+    # "[1784273406.68] [host:pid:tid]  file.c:452  UCX  ERROR  msg": bracketed fields, a source
+    # location and a component before the level
+    r"|(?:\[[^\]]{1,80}\]\s*){1,3}(?:[\w./-]+:\d+\s+)?(?:[A-Za-z]\w*\s+)?(?:ERROR|FATAL)\b"
+    # "srun: error: ...", "slurmstepd: error: ...", "[ts] error: *** STEP ... CANCELLED ***"
+    r"|(?:[\w.-]+: |\[[^\]]{1,40}\] )(?:error|fatal|ERROR|FATAL): \S"
+    # Python's own failure headers (threading, socketserver, asyncio, the interpreter)
+    r"|Exception (?:in thread \S|occurred during processing of request|in callback\b)"
+    r"|(?:Task|Future) exception was never retrieved|Error in sys\.excepthook"
+    # an exception line whose message is empty ("...errors.ChildFailedError: " from torchrun)
+    r"|(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception):\s*$"
     # "<ts> - name - ERROR - msg", "<ts> | ERROR | msg" (loguru), "<ts> ERROR target: msg" (tracing),
     # "[Router (Python)] <ts> - ERROR - msg", "ERROR 05-15 18:58:58 [engine.py:448] msg" (vLLM's
     # format), "- name - ERROR -" once a collector took the time off
@@ -83,7 +94,14 @@ _DEVICE_RE = (
 )
 # deaths: the process is gone
 _DEATH_RE = (
-    r"(?:Aborted|Bus error|Floating point exception|Illegal instruction|Trace/breakpoint trap)"
+    # a native crash handler (UCX's ucs, backward-cpp and the like), Ray losing a worker,
+    # a container runtime's events
+    r"(?:\[[^\]]{1,80}\] )?Caught signal \d+ \("
+    r"|[!*#= ]*(?:Segfault|Segmentation fault) encountered"
+    r"|(?:\(raylet\) )?A worker died or was killed while executing"
+    r"|The actor is dead because its worker process has died"
+    r"|container (?:oom|die) [0-9a-f]{12,}"
+    r"|(?:Aborted|Bus error|Floating point exception|Illegal instruction|Trace/breakpoint trap)"
     r"(?: \(core dumped\))?\s*$"
     r"|.*\(core dumped\)\s*$"
     r"|Fatal Python error: \S"
@@ -124,5 +142,16 @@ def generic_error(line: str) -> bool:
     return line[:1] == "{" and bool(_JSON_LEVEL_RE.search(line))
 
 
+# signs of a death anywhere in a record: a container state (kubectl describe), a C++
+# terminate in a native backtrace
+_DEATH_ANYWHERE_RE = re.compile(r"\bReason:\s+(?:OOMKilled|CrashLoopBackOff)\b|__cxxabiv1::__terminate\b")
+
+
 def generic_death(line: str) -> bool:
     return bool(GENERIC_DEATH_RE.match(line))
+
+
+def death_anywhere(text: str) -> re.Match[str] | None:
+    if "Reason:" not in text and "__terminate" not in text:
+        return None
+    return _DEATH_ANYWHERE_RE.search(text)
