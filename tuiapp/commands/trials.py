@@ -170,10 +170,10 @@ def _dry_run_text(trials, ledger, slurm_spec=None) -> str:
         lines.append(f"{t.name}: " + (env + " " if env else "") + shlex.join(redact_argv(t.argv())))
         if slurm_spec is not None:
             from tuiapp.slurm.launcher import node_command
-            from tuiapp.slurm.script import JobFiles, sbatch_options
+            from tuiapp.slurm.script import JobFiles, safe_name, sbatch_options
 
             spec = slurm_spec.for_trial(t.slurm)
-            opts = [o for o in sbatch_options(spec, f"tuiapp-{t.name}", JobFiles(Path("JOB_DIR")))
+            opts = [o for o in sbatch_options(spec, f"tuiapp-{safe_name(t.name)}", JobFiles(Path("JOB_DIR")))
                     if not o.startswith("--output=")]
             lines.append("  sbatch " + shlex.join(opts))
             lines.append("  each node: " + node_command(redact_argv(t.argv()), spec.nodes, spec.launcher))

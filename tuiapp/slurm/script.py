@@ -14,6 +14,7 @@ Files in the trial's job directory (on a filesystem every node shares):
 
 from __future__ import annotations
 
+import re
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
@@ -57,6 +58,11 @@ class JobFiles:
 
     def gpu_samples(self, node: str) -> Path:
         return self.dir / f"gpus-{node}.jsonl"
+
+
+def safe_name(trial: str) -> str:
+    """A trial's name as a file and job name: a plan may name trials anything."""
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", trial)[:80]
 
 
 def sbatch_options(spec: SlurmSpec, job_name: str, files: JobFiles) -> list[str]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import re
 import sys
 import time
 from pathlib import Path
@@ -22,7 +21,7 @@ from pathlib import Path
 from tuiapp.events import Alert, Note, RequestDone, RunDone, ServerState, TrialJob, _Event
 from tuiapp.slurm.jobs import Slurm
 from tuiapp.slurm.query import JobInfo, SlurmError
-from tuiapp.slurm.script import JobFiles, batch_script, node_script
+from tuiapp.slurm.script import JobFiles, batch_script, node_script, safe_name
 from tuiapp.slurm.spec import SlurmSpec
 from tuiapp.trials.runner import PlanRunner, _flush_cache, _publish_server_info
 
@@ -41,7 +40,7 @@ def is_fatal(event: _Event) -> bool:
 
 
 def job_dir_name(trial: str, stamp: float) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", trial)[:80] + f"-{int(stamp * 1000) % 10**9}"
+    return safe_name(trial) + f"-{int(stamp * 1000) % 10**9}"
 
 
 class SlurmTrial(PlanRunner):
@@ -152,7 +151,7 @@ class SlurmTrial(PlanRunner):
         try:
             files.dir.mkdir(parents=True, exist_ok=True)
             files.node_script.write_text(node_script(argv, self.spec, files), encoding="utf-8")
-            files.script.write_text(batch_script(argv, cfg.env, self.spec, files, job_name=f"tuiapp-{cfg.name}",
+            files.script.write_text(batch_script(argv, cfg.env, self.spec, files, job_name=f"tuiapp-{safe_name(cfg.name)}",
                                                  agent_argv=self._agent_argv(url)), encoding="utf-8")
             files.lease.write_text("0", encoding="utf-8")
         except OSError as exc:
