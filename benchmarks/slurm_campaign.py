@@ -10,7 +10,8 @@ the ledger (slurm_submit_to_first_token_s; two trials, two in flight, so each jo
 node) and from a local run's recording (the trial's "launching" state to its first request's
 first token). CPU: tuiapp's process (user + system,
 its children excluded: the servers run under slurmd) over --seconds while --in-flight trials
-are RUNNING, each with a closed-loop benchmark at concurrency 1.
+are RUNNING, each with a closed-loop benchmark at concurrency 1; then one such trial launched
+locally, for comparison (the simulator, a child there, is not counted either).
 """
 
 from __future__ import annotations
@@ -137,6 +138,28 @@ def main() -> int:
             proc.wait(60)
         left = subprocess.run(["squeue", "-h"], env=env, capture_output=True, text=True).stdout.strip()
         print(f"jobs left after Ctrl-C: {len(left.splitlines()) if left else 0}")
+
+        # 3. the same trial launched locally, one at a time: tuiapp's CPU for one trial
+        (work / "local.toml").write_text("[baseline]" + plan_text(1, 1, 100000, 8).split("[baseline]", 1)[1])
+        proc = tuiapp([str(work / "local.toml")], env, work)
+        try:
+            me = psutil.Process(proc.pid)
+            deadline = time.monotonic() + 60
+            while not any("tuiapp.sim.server" in " ".join(c.cmdline()) for c in me.children(recursive=True)):
+                if time.monotonic() > deadline:
+                    print("the local trial never started", file=sys.stderr)
+                    return 1
+                time.sleep(0.5)
+            time.sleep(8.0)  # started, warmed up: the steady state
+            t0, c0 = time.monotonic(), me.cpu_times()
+            time.sleep(args.seconds)
+            t1, c1 = time.monotonic(), me.cpu_times()
+            cpu_pct = 100.0 * ((c1.user - c0.user) + (c1.system - c0.system)) / (t1 - t0)
+            print(f"tuiapp's CPU with 1 trial launched locally (same benchmark, {args.seconds:g} s): "
+                  f"{cpu_pct:.1f}% of one core")
+        finally:
+            os.killpg(proc.pid, signal.SIGINT)
+            proc.wait(60)
     finally:
         subprocess.run([str(CLUSTER), "stop", str(home / "cluster")], capture_output=True)
     return 0
