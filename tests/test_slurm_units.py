@@ -311,3 +311,18 @@ def test_dry_run_with_slurm_shows_each_jobs_shape(tmp_path, capsys):
     assert out[2] == '  each node: python -m sglang.launch_server --model-path m --host 0.0.0.0 --port "$TUIAPP_PORT"'
     assert out[4].startswith("  sbatch --job-name=tuiapp-tp16 --nodes=2 ")
     assert '--node-rank "$SLURM_NODEID"' in out[5]
+
+
+def test_the_closing_report_lists_each_rows_job():
+    from tuiapp.trials.campaign import slurm_job_lines
+    from tuiapp.trials.ledger import Ledger, LedgerRow
+
+    ledger = Ledger([LedgerRow(name="base", status="ok", is_baseline=True, slurm_job_id="3", slurm_state="COMPLETED",
+                               slurm_nodes=["n1"], slurm_queue_wait_s=0.0),
+                     LedgerRow(name="oom", status="oom", slurm_job_id="4", slurm_state="CANCELLED", slurm_nodes=["n2"],
+                               slurm_queue_wait_s=2.0, slurm_reason="cancelled by tuiapp: oom on n2: CUDA out of memory"),
+                     LedgerRow(name="refused", status="preflight")])
+    assert slurm_job_lines(ledger) == [
+        "Slurm jobs:", "  base: job 3 COMPLETED on n1, queued 0 s",
+        "  oom: job 4 CANCELLED on n2, queued 2 s; cancelled by tuiapp: oom on n2: CUDA out of memory"]
+    assert slurm_job_lines(Ledger([LedgerRow(name="local", status="ok")])) == []

@@ -80,7 +80,22 @@ def ledger_report(ledger: Ledger, plan: Plan | None = None) -> str:
               if row.confound and row.isolates != row.name]
     if plan is not None and plan.search is not None:
         lines += best_configuration(ledger, plan)
+    lines += slurm_job_lines(ledger)
     return "\n".join(lines)
+
+
+def slurm_job_lines(ledger: Ledger) -> list[str]:
+    """trials --slurm: each row's job, where it ran, how long it queued and how it ended."""
+    from tuiapp.common.numfmt import num
+
+    rows = [r for r in ledger.rows.values() if r.slurm_job_id]
+    if not rows:
+        return []
+    out = ["Slurm jobs:"]
+    for r in rows:
+        out.append(f"  {r.name}: job {r.slurm_job_id} {r.slurm_state or 'n/a'} on {','.join(r.slurm_nodes) or '-'}, "
+                   f"queued {num(r.slurm_queue_wait_s, '.0f')} s" + (f"; {r.slurm_reason}" if r.slurm_reason else ""))
+    return out
 
 
 def best_configuration(ledger: Ledger, plan: Plan) -> list[str]:
