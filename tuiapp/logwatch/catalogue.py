@@ -43,5 +43,5 @@ def _index() -> dict[str, tuple[str, ...]]:
 
 def known_error(line: str) -> bool:
     """The line starts like an error message the sources print."""
-    heads = _index().get(line.split(" ", 1)[0])
-    return bool(heads) and any(line.startswith(h) for h in heads)
+    heads = _index().get(line.partition(" ")[0])
+    return heads is not None and any(line.startswith(h) for h in heads)

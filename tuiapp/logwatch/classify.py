@@ -389,6 +389,8 @@ def _cut_traceback(body: list[str], has_tb: bool) -> tuple[float, Rule, int, str
     """A traceback that ends before its exception line (a paste, a log cut short, a process
     killed mid-print): still a failure; its last frame says where. Without its "Traceback"
     header too (a log that starts mid-traceback) it takes two frames."""
+    if not has_tb and not body[0][:1].isspace():
+        return None
     frames = [i for i, b in enumerate(body) if b.lstrip().startswith('File "')]
     if not frames:
         return None
@@ -462,7 +464,8 @@ def classify(body: list[str]) -> Finding | None:
                 return None
             best = (_BARE_RULE.prio, _BARE_RULE, 0, head)
         elif final is None:
-            best = _generic(body, cands) or _headless_exception(body, cands) or _cut_traceback(body, has_tb)
+            best = _generic(body, cands) or (
+                _headless_exception(body, cands) or _cut_traceback(body, has_tb) if len(body) > 1 else None)
             if best is None:
                 return None
         else:
