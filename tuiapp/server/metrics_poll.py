@@ -31,7 +31,7 @@ from tuiapp.common.ticks import until_tick_s, wait_stop
 from tuiapp.events import Note, ServerStats
 from tuiapp.server.info import decode_side
 from tuiapp.server.loads_poll import LoadsSource
-from tuiapp.server.metric_names import server_name, spellings
+from tuiapp.server.metric_names import SERVER_PREFIX, sample_line_pattern
 from tuiapp.server.wedge import RankLoad, WedgeDetector
 
 Publish = Callable[[Any], None]
@@ -67,33 +67,29 @@ SERVER_INFO_EVERY_S = 2.0
 METRICS_ABSENT = "/metrics not exported (SGLang needs --enable-metrics): no running, queued or KV figures"
 
 
-_NAMES = spellings(_WANTED)
-_COUNTER_NAMES = spellings(_COUNTED)
-
-
-_SAMPLE_RE = re.compile(r"([a-zA-Z_:][a-zA-Z0-9_:]*)(?:\{(.*)\})?[ \t]+(\S+)(?:[ \t]+\S+)?[ \t]*$")
+_ALL = {**_WANTED, **_COUNTED}
+_LINE_RE = sample_line_pattern(_ALL)
 _DP_RE = re.compile(r'(?:^|,)\s*dp_rank="((?:[^"\\]|\\.)*)"')
 _TP_RE = re.compile(r'(?:^|,)\s*tp_rank="((?:[^"\\]|\\.)*)"')
 
 
-def _samples(text: str, wanted: dict[str, str] = _WANTED, starts: tuple[str, ...] = _NAMES, tp: bool = False):
-    """(name, dp_rank, value) of each sample line of the families we read, the name in its
-    server spelling whichever spelling came; with ``tp``, series of TP ranks other than 0
-    (replicas of the same figure) are skipped.
+def _scan(text: str) -> list[tuple[str, str | None, str]]:
+    """(name in the server's spelling, labels, value text) of every sample line of the families read."""
+    return [(SERVER_PREFIX + m.group(1), m.group(2), m.group(3)) for m in _LINE_RE.finditer(text)
+            if (at := m.start()) == 0 or text[at - 1] == "\n"]
 
-    The Prometheus text format's sample lines, read with two regexes: prometheus_client's
-    parser walks every character in Python (~0.5 ms a poll for 18 lines, half a poll's CPU),
-    and we need one label. Comments and other families are skipped by their first bytes."""
-    for line in text.splitlines():
-        if not line.startswith(starts):
-            continue
-        m = _SAMPLE_RE.match(line)
-        if m is None:
-            continue
-        name, labels, raw = m.groups()
-        name = server_name(name)
+
+def _samples(text: str | list, wanted: dict[str, str] = _WANTED, tp: bool = False):
+    """(name, dp_rank, value) of each sample line of the ``wanted`` families (``text``, or its
+    :func:`_scan`); with ``tp``, series of TP ranks other than 0 (replicas of the same figure)
+    are skipped.
+
+    The Prometheus text format's sample lines, read with regexes: prometheus_client's parser
+    walks every character in Python (~0.5 ms a poll for 18 lines, half a poll's CPU), and we
+    need one or two labels."""
+    for name, labels, raw in _scan(text) if isinstance(text, str) else text:
         if name not in wanted:
-            continue  # a longer name with the same start (_total, _created, _bucket...)
+            continue
         try:
             value = float(raw)
         except ValueError:
@@ -110,17 +106,17 @@ def _samples(text: str, wanted: dict[str, str] = _WANTED, starts: tuple[str, ...
         yield name, dp, value
 
 
-def parse_counters(text: str) -> dict[str, float]:
+def parse_counters(text: str | list) -> dict[str, float]:
     """The counters of :data:`_COUNTED`, each summed over its series."""
     out: dict[str, float] = {}
-    for name, _dp, value in _samples(text, _COUNTED, _COUNTER_NAMES, tp=True):
+    for name, _dp, value in _samples(text, _COUNTED, tp=True):
         if math.isfinite(value):
             key = _COUNTED[name]
             out[key] = out.get(key, 0.0) + value
     return out
 
 
-def parse_metrics(text: str) -> dict[str, Any]:
+def parse_metrics(text: str | list) -> dict[str, Any]:
     """The ServerStats fields found in a Prometheus exposition text."""
     per_dp: dict[str, dict[str, float]] = defaultdict(dict)
     for name, dp, value in _samples(text):
@@ -283,9 +279,10 @@ async def _poll_metrics(client: httpx.AsyncClient, base_url: str, publish: Publi
         return True, False
     try:
         text = resp.text
-        fields = parse_metrics(text)
+        scanned = _scan(text)  # once, for the gauges and the counters
+        fields = parse_metrics(scanned)
         if state is not None:
-            counted = state.window.fields(parse_counters(text))
+            counted = state.window.fields(parse_counters(scanned))
             if "accept_length" in counted:
                 # exact over the window, where the server counts verify calls; None while idle
                 fields["accept_length"] = counted.pop("accept_length")
