@@ -60,6 +60,31 @@ async def closed_loop_capacity_req_s(url: str, streams: int, **kw) -> float:
     return ok / wall
 
 
+async def saturation_req_s(url: str, rate_req_s: float, requests: int, output_tokens: int) -> float:
+    """A server's capacity under arrivals one at a time, measured by a client of its own (raw
+    httpx, no tuiapp code): ``requests`` /generate streams sent every 1/``rate_req_s`` (well
+    above capacity, so its queue never empties), successful finishes per second over the
+    middle half of them (the steady state, without the start and the drain)."""
+    body = {"text": "The capital city of France is", "stream": True,
+            "sampling_params": {"max_new_tokens": output_tokens, "ignore_eos": True}}
+    finishes: list[float] = []
+
+    async def one(http: httpx.AsyncClient, delay_s: float) -> None:
+        await asyncio.sleep(delay_s)
+        async with http.stream("POST", url + "/generate", json=body) as resp:
+            text = (await resp.aread()).decode()
+        if resp.status_code == 200 and f'"completion_tokens":{output_tokens}' in text:
+            finishes.append(asyncio.get_running_loop().time())
+
+    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=None)) as http:
+        await one(http, 0.0)  # a fresh server's first request is slow
+        finishes.clear()
+        await asyncio.gather(*(one(http, i / rate_req_s) for i in range(requests)))
+    finishes.sort()
+    lo, hi = len(finishes) // 4, 3 * len(finishes) // 4
+    return (hi - lo) / (finishes[hi] - finishes[lo]) if hi > lo and finishes[hi] > finishes[lo] else 0.0
+
+
 # ---------------------------------------------------------------- a server that holds 4 streams
 
 
@@ -203,6 +228,22 @@ async def test_sglang_refusals_of_a_full_queue_are_counted_as_refused(queue_sims
         metrics = (await http.get(sim.url + "/metrics")).text
     running = [float(line.split()[-1]) for line in metrics.splitlines() if line.startswith("sglang:num_running_reqs")]
     assert running and max(running) <= 4
+
+
+async def test_find_max_load_lands_within_20_percent_of_the_simulators_capacity():
+    # a server of 4 running requests that queues the rest: its capacity under arrivals one at a
+    # time measured on its own (flooded, the steady state), then the search from a quarter of it
+    with SimProcess([*SIM, "--max-running-requests", "4"]) as sim:
+        sim.wait_ready()
+        closed_req_s = await closed_loop_capacity_req_s(sim.url, 8, max_new_tokens=16)
+        capacity_req_s = await saturation_req_s(sim.url, 3 * closed_req_s, 96, 16)
+        s = settings(request_rate=round(capacity_req_s / 4), requests_per_run=48, find_max_load=True,
+                     slo_ttft_ms=2000, max_new_tokens=16, max_search_points=8)
+        loop, _ = await run_loop(sim.url, s)
+    answer = loop.max_load
+    assert answer["bracketed"], answer["text"]
+    ratio = answer["request_rate"] / capacity_req_s
+    assert 0.8 <= ratio <= 1.2, (answer["text"], capacity_req_s, closed_req_s)
 
 
 async def test_max_running_requests_caps_the_batch():

@@ -1,0 +1,179 @@
+"""Overload measured, never hidden (issue 45): a server that holds a few streams and refuses the
+rest, flooded; and --find-max-load's answer against the server's capacity measured on its own.
+
+Two servers per target, both with --max-running-requests R (default 4):
+  1. flood: also --max-queued-requests Q (default 1), so the rest is refused (0.5.23: HTTP 200
+     and an in-stream abort "The request queue is full."). `tuiapp attach --request-rate RATE`
+     (default 200) for two runs; printed: offered / sent / served req/s, refused share, SLO
+     share, TTFT p99 of the served requests and the client lag p99.
+  2. capacity: no queue bound. Measured by a client of its own (raw httpx /generate streams,
+     no tuiapp code), before and after the search: closed-loop saturation (2R streams back to
+     back: successful requests / first send to last finish) and open-loop saturation (requests
+     sent one at a time at 3x that, far above capacity: successful finishes per second over the
+     middle half, tests/test_overload.py saturation_req_s). Capacity = the open-loop figure,
+     the mean of before and after. Then `tuiapp attach --find-max-load` from a quarter of it;
+     printed: the answer, capacity and their ratio.
+
+    python benchmarks/overload.py                                    # the simulator
+    python benchmarks/overload.py --target real                      # the real SGLang CPU server
+    python benchmarks/overload.py --target real --real-venv /tmp/tuiapp-sglang-cpu/venv
+    python benchmarks/overload.py --sim-step-ms 5                    # a faster simulated model
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests"))
+
+from test_overload import saturation_req_s as open_loop_saturation_req_s  # noqa: E402
+
+from tuiapp.sim.process import SimProcess, free_port  # noqa: E402
+
+SIM_MODEL = ["--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"]
+SLO = "ttft_ms=2000"
+
+
+class Server:
+    """The simulator or the real CPU server with the given extra flags, stopped on exit."""
+
+    def __init__(self, target: str, extra: list[str], venv: Path | None, log_dir: Path) -> None:
+        self.target = target
+        if target == "sim":
+            self._sim = SimProcess([*SIM_MODEL, *extra])
+            self.url = self._sim.url
+        else:
+            from real_sglang import RealServer
+
+            self._real = RealServer(venv, log_dir / f"real-{len(list(log_dir.iterdir()))}.log", free_port(), *extra)
+            self.url = self._real.url
+
+    def __enter__(self) -> Server:
+        (self._sim if self.target == "sim" else self._real).wait_ready()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        (self._sim if self.target == "sim" else self._real).stop()
+
+
+async def closed_loop_saturation_req_s(url: str, streams: int, requests: int, output_tokens: int) -> float:
+    """Closed loop, ``streams`` workers back to back: successful requests over first send to
+    last finish. Its own client (raw httpx, no tuiapp code)."""
+    body = {"text": "The capital city of France is", "stream": True,
+            "sampling_params": {"max_new_tokens": output_tokens, "ignore_eos": True, "temperature": 0}}
+    left = list(range(requests))
+    ok = 0
+    first = last = None
+
+    async def worker(http: httpx.AsyncClient) -> None:
+        nonlocal ok, first, last
+        while left:
+            left.pop()
+            sent = time.perf_counter()
+            first = sent if first is None else min(first, sent)
+            async with http.stream("POST", url + "/generate", json=body) as resp:
+                text = (await resp.aread()).decode()
+            if resp.status_code == 200 and f'"completion_tokens":{output_tokens}' in text:
+                ok += 1
+                last = time.perf_counter()
+
+    async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=streams)) as http:
+        del left[1:]
+        await worker(http)  # one warm-up request: the first of a fresh server is slow
+        left[:] = list(range(requests))
+        ok, first, last = 0, None, None
+        await asyncio.gather(*(worker(http) for _ in range(streams)))
+    return ok / (last - first) if ok and last and first and last > first else 0.0
+
+
+def attach(url: str, summary: Path, *args: str) -> dict:
+    argv = [sys.executable, "-m", "tuiapp", "attach", url, "--headless", "--telemetry", "off", "--api", "generate",
+            "--warmup", "1", "--summary", str(summary), *args]
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=1800, stdin=subprocess.DEVNULL)
+    if not summary.exists():
+        sys.exit(f"attach wrote no summary (exit {out.returncode}):\n{out.stdout[-2000:]}{out.stderr[-2000:]}")
+    return json.loads(summary.read_text())
+
+
+def fmt(x: float | None, spec: str = ".1f") -> str:
+    return "n/a" if x is None else format(x, spec)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--target", choices=("sim", "real"), default="sim")
+    ap.add_argument("--real-venv", type=Path,
+                    default=Path(os.environ.get("TUIAPP_REAL_SGLANG", "/tmp/tuiapp-sglang-cpu/venv")))
+    ap.add_argument("--max-running", type=int, default=4)
+    ap.add_argument("--max-queued", type=int, default=1)
+    ap.add_argument("--rate", type=float, default=200.0, help="the flood's offered rate, req/s")
+    ap.add_argument("--output-tokens", type=int, default=16)
+    ap.add_argument("--sim-step-ms", type=float, help="the simulator's decode step (default: its model's)")
+    ap.add_argument("--probe-requests", type=int, default=0,
+                    help="requests a --find-max-load probe sends (default: tuiapp's, 8 s of arrivals)")
+    a = ap.parse_args()
+    venv = a.real_venv if a.target == "real" else None
+    if venv is not None and not (venv / "bin" / "python").exists():
+        sys.exit(f"no real SGLang venv at {venv}: run tools/sglang_cpu/setup.sh")
+    tokens = ["--max-new-tokens", str(a.output_tokens)]
+    step = ["--sim-step-ms", f"{a.sim_step_ms:g}"] if a.sim_step_ms and a.target == "sim" else []
+    with tempfile.TemporaryDirectory() as tmp_name:
+        tmp = Path(tmp_name)
+        print(f"target: {a.target}, --max-running-requests {a.max_running}, {a.output_tokens} output tokens a request")
+
+        running = [*step, "--max-running-requests", str(a.max_running)]
+        with Server(a.target, [*running, "--max-queued-requests", str(a.max_queued)], venv, tmp) as srv:
+            per_run = max(16, round(a.rate))
+            data = attach(srv.url, tmp / "flood.json", "--request-rate", f"{a.rate:g}", "--requests-per-run",
+                          str(per_run), "--runs", "2", "--slo", SLO, *tokens)
+            (p,) = data["points"]
+            print(f"flood (--max-queued-requests {a.max_queued}, attach --request-rate {a.rate:g} --requests-per-run"
+                  f" {per_run} --runs 2 --slo {SLO}):")
+            print(f"  offered {fmt(p.get('offered_request_rate'))} req/s, sent {fmt(p.get('sent_request_rate'))} req/s,"
+                  f" served {fmt(p.get('served_request_rate'))} req/s; {p['requests']} requests, refused share"
+                  f" {fmt(p.get('refused_share'), '.1%')}, failed by reason {p.get('errors_by_reason')}")
+            print(f"  SLO share {fmt(p.get('goodput_share'), '.1%')}, TTFT p99 of the served"
+                  f" {fmt(p.get('ttft_p99_ms'), '.0f')} ms, client lag p99 {fmt(p.get('client_lag_p99_ms'), '.1f')} ms")
+
+        with Server(a.target, running, venv, tmp) as srv:
+            streams = 2 * a.max_running
+            # measured before and after the search: a shared box's load moves a server's pace
+            def measure() -> tuple[float, float]:
+                closed = asyncio.run(closed_loop_saturation_req_s(srv.url, streams, 12 * streams, a.output_tokens))
+                opened = asyncio.run(open_loop_saturation_req_s(srv.url, 3 * closed, 12 * streams, a.output_tokens))
+                return closed, opened
+
+            before = measure()
+            start = max(1, round(before[1] / 4))
+            probe = ["--requests-per-run", str(a.probe_requests)] if a.probe_requests else []
+            t0 = time.monotonic()
+            data = attach(srv.url, tmp / "search.json", "--request-rate", str(start), "--find-max-load", "--slo", SLO,
+                          *probe, "--runs", "1", *tokens)
+            search_s = time.monotonic() - t0
+            after = measure()
+            capacity = (before[1] + after[1]) / 2
+            answer = data.get("max_load") or {}
+            found = answer.get("request_rate")
+            print(f"capacity (no queue bound), {12 * streams} requests, before / after the search: closed loop"
+                  f" ({streams} streams) {before[0]:.1f} / {after[0]:.1f} req/s; open loop (sent at 3x)"
+                  f" {before[1]:.1f} / {after[1]:.1f} req/s")
+            print(f"  attach --request-rate {start} --find-max-load --slo {SLO} {' '.join(probe)} --runs 1"
+                  f" ({search_s:.0f} s): {answer.get('text')}")
+            ratio = f"{found / capacity:.2f}" if found and capacity else "n/a"
+            print(f"  answer / capacity = {ratio}")
+
+
+if __name__ == "__main__":
+    main()
