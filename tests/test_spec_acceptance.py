@@ -142,3 +142,14 @@ async def test_simulated_eagle3_acceptance_per_position_matches_its_configuratio
     # the /metrics window figure is the exact tokens / verify calls (either spelling)
     windows = [s.accept_length for s in events if isinstance(s, ServerStats) and s.accept_length]
     assert windows and all(1.0 <= w <= 4.0 for w in windows)
+
+
+async def test_openai_streams_carry_the_histogram_in_sglext():
+    with sim_process.SimProcess([*BASE, "--sim-spec-adaptive"], speed=100) as sim:
+        sim.wait_ready(60)
+        events = []
+        settings = BenchSettings(api="chat", max_new_tokens=60, runs=1, warmup_requests=0, flush_cache=False)
+        await asyncio.wait_for(BenchLoop(events.append, sim.url, settings).run(), 60)
+    (req,) = [e for e in events if isinstance(e, RequestDone)]
+    assert req.ok and sum(req.spec_accept_histogram) == req.spec_verify_ct
+    assert sum(req.spec_cap_histogram) == req.spec_verify_ct  # adaptive: the budgets came too
