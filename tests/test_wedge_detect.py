@@ -42,6 +42,10 @@ def test_a_rank_whose_snapshot_stops_while_busy_is_flagged_after_the_stall():
     # rank 1 moves again: a note, and a later wedge is a new incident
     back = d.observe(13.0, [rank(0, "g"), rank(1, "y")])
     assert any(isinstance(e, Note) and "DP rank 1 is moving again" in e.text for e in back)
+    # another detector (the next trial's poller) numbers its incidents after this one's
+    other = WedgeDetector(stall_s=5.0)
+    other.observe(0.0, [rank(0, "z")])
+    assert other.observe(5.0, [rank(0, "z")])[0].alert_id > alert.alert_id
 
 
 def test_idle_ranks_may_stand_still():

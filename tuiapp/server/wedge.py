@@ -16,6 +16,7 @@ alive and a timed-out ask counts as a snapshot that did not change.
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
 
 from tuiapp.events import Alert, Note
@@ -23,6 +24,8 @@ from tuiapp.events import Alert, Note
 STALL_S = 5.0  # a working rank publishes every step: 5 s unchanged is far outside noise
 STARVED_S = 15.0  # no throughput while requests wait: a long prefill can take seconds, so longer
 WEDGE_ALERT_ID = 4_100_000  # + incident number: ids of their own beside the log watcher's
+# numbered across detectors: each trial's poller has its own, and sinks key incidents by id
+_INCIDENTS = itertools.count(1)
 
 
 @dataclass(slots=True)
@@ -97,7 +100,7 @@ class WedgeDetector:
 
     def _flag(self, now_s: float, load: RankLoad, rule: str, why: str) -> Alert:
         if not self._flagged:
-            self._incident += 1
+            self._incident = next(_INCIDENTS)
             self._alert_ranks = []
         self._flagged[load.dp_rank] = (now_s, rule)
         self._alert_ranks = sorted({*self._alert_ranks, load.dp_rank})
