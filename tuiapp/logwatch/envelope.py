@@ -70,7 +70,8 @@ _ORDER = list(ENVELOPES)  # more specific first: cri and loki before docker_ts, 
 def strip_ansi(text: str) -> str:
     if "\x1b" in text or "^[[" in text:
         return _ANSI_RE.sub("", text)
-    if text[:1] == "[" and _BARE_SGR_RE.match(text):  # colour codes pasted without their ESC byte
+    # colour codes pasted without their ESC byte ("[33m(raylet)[0m"); "[2026-..." is no such code
+    if text[:1] == "[" and "m" in text[2:8] and _BARE_SGR_RE.match(text):
         return _BARE_SGR_RE.sub("", text)
     return text
 
