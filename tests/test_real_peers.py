@@ -2,9 +2,9 @@
 model (the `real_peers` tier; docs/attach.md "Other OpenAI-compatible servers").
 
 On when TUIAPP_REAL_PEERS names the folder tools/peers/setup.sh made (its `hf` venv runs
-`transformers serve` 5.17, its `model` the checkpoint); then a server that cannot start
-fails, it never skips. Off, each test skips with one line. Every server a test starts is
-stopped with its process group.
+`transformers serve` 5.17, its `fastchat` venv FastChat 0.2.36's OpenAI API server, its `model`
+the checkpoint); then a server that cannot start fails, it never skips. Off, each test skips
+with one line. Every server a test starts is stopped with its process group.
 
 transformers serve 5.17 answers `GET /v1/models` with HTTP 500 when its hub cache folder is
 missing (as on the H200 where issue 40 was found) while its chat completions stream: the
@@ -42,6 +42,29 @@ def home() -> Path:
     return path
 
 
+def wait_for(url: str, proc_logs: list[tuple[subprocess.Popen, Path]], ready) -> None:
+    deadline = time.monotonic() + START_TIMEOUT_S
+    while True:
+        for proc, log in proc_logs:
+            assert proc.poll() is None, f"{proc.args[:3]} exited {proc.returncode}:\n{log.read_text()[-3000:]}"
+        assert time.monotonic() < deadline, f"not ready in {START_TIMEOUT_S:.0f} s:\n{proc_logs[-1][1].read_text()[-3000:]}"
+        try:
+            if ready(httpx.get(url, timeout=2)):
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.5)
+
+
+def stop(procs: list[subprocess.Popen]) -> None:
+    for proc in procs:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(10)
+
+
 def peer_env(root: Path) -> dict[str, str]:
     # no hub, and a hub cache folder that does not exist: /v1/models answers 500
     return {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "OMP_NUM_THREADS": "1",
@@ -63,25 +86,42 @@ def transformers_server(tmp_path_factory):
                                 stderr=subprocess.STDOUT, env=peer_env(root), start_new_session=True)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + START_TIMEOUT_S
-        while True:
-            assert proc.poll() is None, f"transformers serve exited {proc.returncode}:\n{log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, f"not ready in {START_TIMEOUT_S:.0f} s:\n{log.read_text()[-3000:]}"
-            try:
-                if httpx.get(url + "/health", timeout=2).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            time.sleep(0.5)
+        wait_for(url + "/health", [(proc, log)], lambda r: r.status_code == 200)
         # the condition under test: the real server's model list fails
         assert httpx.get(url + "/v1/models", timeout=10).status_code == 500
         yield url, str(root / "model")
     finally:
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait(10)
+        stop([proc])
+
+
+@pytest.fixture(scope="module")
+def fastchat_server(tmp_path_factory):
+    """FastChat's three processes: controller, a model worker on CPU, the OpenAI API server."""
+    root = home()
+    py = str(root / "fastchat" / "bin" / "python")
+    logs = tmp_path_factory.mktemp("fastchat")
+    ctl, worker, api = free_port(), free_port(), free_port()
+    controller = f"http://127.0.0.1:{ctl}"
+    argvs = {
+        "controller": [py, "-m", "fastchat.serve.controller", "--host", "127.0.0.1", "--port", str(ctl)],
+        "worker": [py, "-m", "fastchat.serve.model_worker", "--model-path", str(root / "model-v4"), "--device", "cpu",
+                   "--controller-address", controller, "--worker-address", f"http://127.0.0.1:{worker}",
+                   "--host", "127.0.0.1", "--port", str(worker)],
+        "api": [py, "-m", "fastchat.serve.openai_api_server", "--host", "127.0.0.1", "--port", str(api),
+                "--controller-address", controller],
+    }
+    procs: list[tuple[subprocess.Popen, Path]] = []
+    try:
+        for name, argv in argvs.items():
+            log = logs / f"{name}.log"
+            with open(log, "wb") as out:
+                procs.append((subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
+                                               env=peer_env(root), start_new_session=True), log))
+        url = f"http://127.0.0.1:{api}"
+        wait_for(url + "/v1/models", procs, lambda r: r.status_code == 200 and r.json().get("data"))
+        yield url
+    finally:
+        stop([p for p, _ in procs])
 
 
 def attach(url: str, tmp_path: Path, *flags: str) -> tuple[subprocess.CompletedProcess, dict]:
@@ -119,3 +159,13 @@ def test_launch_transformers_serve_reads_the_model_from_the_command(tmp_path):
     runs = [ln for ln in r.stdout.splitlines() if " run " in ln]
     assert len(runs) >= 2 and all(ln.endswith("errors=0") for ln in runs), r.stdout[-3000:]
     assert "pinned" not in r.stdout  # the model read from the command is the one it serves
+
+
+def test_attach_fastchat_which_sends_no_usage(fastchat_server, tmp_path):
+    """FastChat's API server: no /health, no usage in the stream (a token per chunk, with a
+    note), a role-only first chunk; attach with no flags benchmarks it."""
+    r, summary = attach(fastchat_server, tmp_path)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    assert "no token usage" in r.stdout
+    assert [run["errors"] for run in summary["runs"]] == [0, 0]
+    assert all(run["decode_tok_s"] for run in summary["runs"])

@@ -5,7 +5,8 @@
 #
 #   tools/peers/setup.sh [HOME]      HOME: $TUIAPP_PEERS_HOME, default /tmp/tuiapp-peers
 #
-# Makes HOME/hf (transformers serve), HOME/model (the checkpoint); prints HOME last. Idempotent.
+# Makes HOME/hf (transformers serve), HOME/fastchat (FastChat's OpenAI API server), HOME/model (the
+# checkpoint) and HOME/model-v4 (the same for transformers 4.x); prints HOME last. Idempotent.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 HOME_DIR="${1:-${TUIAPP_PEERS_HOME:-/tmp/tuiapp-peers}}"
@@ -34,6 +35,36 @@ if [ ! -f "$model/model.safetensors" ] || [ ! -f "$model/tuiapp_model.json" ]; t
   say "model -> $model"
   rm -rf "$model"
   HF_HUB_OFFLINE=1 "$hf/bin/python" -W ignore "$HERE/../sglang_cpu/make_model.py" "$model" >&2
+fi
+# FastChat 0.2.36 (controller + model worker + OpenAI API server): its last release, which
+# streams only under pydantic 1 (pydantic 2 ends every stream with a TypeError), on
+# transformers 4.57 (which does not know 5.x's tokenizer class name: model-v4 is the same
+# checkpoint with a tokenizer_config.json 4.57 reads).
+fc="$HOME_DIR/fastchat"
+check_fc='import fastchat, pydantic, transformers; assert fastchat.__version__ == "0.2.36" and pydantic.VERSION.startswith("1.")'
+if [ -x "$fc/bin/python" ] && "$fc/bin/python" -c "$check_fc" 2>/dev/null; then
+  say "venv $fc is complete"
+else
+  say "venv $fc: FastChat 0.2.36, transformers 4.57.6, pydantic 1"
+  rm -rf "$fc"
+  "$PY" -m venv "$fc"
+  "$fc/bin/pip" install "${PIP[@]}" torch==2.13.0 transformers==4.57.6 "fschat[model_worker]==0.2.36" \
+    pydantic==1.10.27 fastapi==0.99.1 >&2
+  "$fc/bin/python" -c "$check_fc"
+fi
+v4="$HOME_DIR/model-v4"
+if [ ! -f "$v4/tokenizer_config.json" ]; then
+  rm -rf "$v4" && mkdir -p "$v4"
+  for f in "$model"/*; do ln -s "$f" "$v4/"; done
+  rm "$v4/tokenizer_config.json"
+  "$fc/bin/python" - "$model" "$v4" <<'PY'
+import json, sys
+src, dst = sys.argv[1], sys.argv[2]
+config = json.load(open(f"{src}/tokenizer_config.json"))
+config["tokenizer_class"] = "PreTrainedTokenizerFast"
+config.setdefault("chat_template", open(f"{src}/chat_template.jinja").read())
+json.dump(config, open(f"{dst}/tokenizer_config.json", "w"), indent=1)
+PY
 fi
 say "ready in $(( $(date +%s) - t0 )) s"
 echo "$HOME_DIR"
