@@ -133,3 +133,19 @@ def test_progress_has_an_eta_from_the_pace_so_far():
     progress = s.progress()
     assert progress is not None and "trial 2/2" in progress.label and "point 4/6" in progress.label
     assert progress.eta_s is not None and progress.eta_s > 0 and 0 < progress.done_fraction < 1
+
+
+async def test_the_dashboard_ends_with_the_headless_summary_and_its_point_table(tmp_path):
+    events = modes.curve()
+    path = tmp_path / "events.jsonl"
+    path.write_bytes(b"".join(dump_event(e) + b"\n" for e in events))
+    app = DashboardApp(preview_session(path))
+    async with app.run_test(size=(100, 30)) as pilot:
+        await settle(app, pilot, len(events))
+    text = app.closing_summary()  # what run_app prints after q
+    assert text.startswith("summary: ") and "1308 requests (0 failed)" in text
+    table = text.splitlines()
+    head = next(line for line in table if line.strip().startswith("load "))
+    assert "base c=1" in head and "new c=4" in head  # a column per load, never pooled
+    assert any(line.strip().startswith("Output token throughput (tok/s)") for line in table)
+    assert any(line.strip().startswith("P99 TTFT (ms)") for line in table)

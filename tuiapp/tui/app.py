@@ -74,11 +74,11 @@ class DashboardApp(App[int]):
         # dashboard sets when) instead of waking the reader per burst.
         self.events = session.bus.subscribe("tui", maxlen=100_000, lazy_kinds=DENSE_KINDS)
         # What the headless printer would say at the end, printed after q (attach and launch
-        # used to end silently): the printer's summary, fed by its own subscription.
+        # used to end silently): the printer's summary, fed by the dashboard with every event
+        # it takes in (a subscription of its own cost a wake-up per burst).
         from tuiapp.record.printer import NullStream, Printer
 
         self.summary_printer = Printer(NullStream())
-        self._summary_events = session.bus.subscribe("summary", maxlen=100_000, lazy_kinds=DENSE_KINDS)
         from tuiapp.common.errors import UsageError
 
         try:
@@ -135,7 +135,6 @@ class DashboardApp(App[int]):
                 driver.on_gone = self._on_terminal_gone
                 if driver.terminal_gone:  # it died before we were listening
                     self._on_terminal_gone(driver.gone_reason or "terminal gone")
-        self.run_worker(self.summary_printer.run(self._summary_events), group="summary", exit_on_error=False)
         self._sources = self.run_worker(self.session.run(self._stop), group="sources",
                                         exit_on_error=False)
 
@@ -214,7 +213,7 @@ class DashboardApp(App[int]):
     def closing_summary(self) -> str:
         """The session's summary for the terminal after the app is gone: the printer's, with
         whatever was still queued for it."""
-        for event in self._summary_events.drain():
+        for event in self.events.drain():  # what came after the dashboard's last frame
             self.summary_printer.handle(event)
         return self.summary_printer.summary(interrupted=self._quitting and not self.store.finished)
 

@@ -103,7 +103,8 @@ class DashboardStore:
         self.bench_state: BenchState | None = None
         # perf
         self.request_tok_s: deque[float | None] = deque(maxlen=HISTORY)
-        self.run_tok_s: deque[float | None] = deque(maxlen=HISTORY)
+        self.run_tok_s = GaugeSeries()  # at concurrency 1 a run every few seconds: 5 s means too
+        self.last_run_tok_s: float | None = None  # kept across trials, as last_run_trial
         self.server_tok_s = GaugeSeries()
         self.server_tok_s_now: float | None = None  # the latest reading (the chart shows 5 s means)
         self.accept_length: deque[float | None] = deque(maxlen=HISTORY)
@@ -421,7 +422,8 @@ class DashboardStore:
         self.trial_runs.append(ev)
         self.last_run = ev
         self.last_run_trial = ev.trial
-        self.run_tok_s.append(ev.decode_tok_s)
+        self.run_tok_s.add(ev.t_s, ev.decode_tok_s)
+        self.last_run_tok_s = ev.decode_tok_s
         self.point_runs += 1
         self._bump("progress")
         if ev.request_rate is not None or ev.point_index or self.points:

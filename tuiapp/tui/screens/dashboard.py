@@ -119,8 +119,10 @@ class DashboardScreen(Screen):
     @work(exclusive=True, group="bus")
     async def consume_events(self) -> None:
         versions = self.store.versions
+        summary = self.app.summary_printer.handle
         while (event := await self.events.get()) is not None:
             self.store.apply(event)
+            summary(event)
             self.apply_queued()
             if versions["alerts"] != self._alerts_version:
                 self._alerts_version = versions["alerts"]
@@ -162,9 +164,10 @@ class DashboardScreen(Screen):
 
     def apply_queued(self) -> None:
         """Take into the store what waits in the queue (dense events wait for the frame)."""
-        apply = self.store.apply
+        apply, summary = self.store.apply, self.app.summary_printer.handle
         for event in self.events.drain():
             apply(event)
+            summary(event)
 
     def paint(self, force: bool = False) -> None:
         """Repaint the panels whose data changed since the last paint."""

@@ -64,7 +64,7 @@ class ThroughputPanel(_PerfPanel):
                            (num(row.get("mean_decode_tok_s"), '.1f'), "value"), (" ± ", "label"),
                            (num(row.get("sd_decode_tok_s"), '.2f'), "value"), (" tok/s/stream", "muted"),
                            (f"  n={len(row.get('runs_decode_tok_s') or [])}", "muted")),
-                self._line(("last run ", "spark"), (num(s.run_tok_s[-1] if s.run_tok_s else None, '.1f'), "value"),
+                self._line(("last run ", "spark"), (num(s.last_run_tok_s, '.1f'), "value"),
                            (" tok/s/stream", "muted"),
                            (f"  of {s.last_run_trial}" if s.last_run_trial else "", "muted")),
             ]
