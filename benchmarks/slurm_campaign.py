@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import signal
 import statistics
 import subprocess
@@ -162,6 +163,7 @@ def main() -> int:
             proc.wait(60)
     finally:
         subprocess.run([str(CLUSTER), "stop", str(home / "cluster")], capture_output=True)
+        shutil.rmtree(home, ignore_errors=True)
     return 0
 
 

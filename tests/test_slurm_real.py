@@ -59,6 +59,18 @@ def wait_empty_queue(conf: str, within_s: float) -> list[str]:
     return left
 
 
+def node_dirs() -> set[Path]:
+    """What jobs without a shared filesystem leave in the nodes' /tmp (here: this host's)."""
+    return {p for p in Path("/tmp").glob("tuiapp-*") if p.name[7:8].isdigit()}
+
+
+def remove_node_dirs(before: set[Path]) -> None:
+    import shutil
+
+    for path in node_dirs() - before:
+        shutil.rmtree(path, ignore_errors=True) if path.is_dir() else path.unlink(missing_ok=True)
+
+
 def job_record(conf: str, job_id: str) -> dict[str, str]:
     from tuiapp.slurm.query import parse_key_values
 
@@ -248,9 +260,13 @@ def test_ctrl_c_in_the_middle_leaves_no_job(slurm_conf, tmp_path):
     assert "c" not in {r["name"] for r in rows}
 
 
-def test_attach_to_a_job_by_its_id(slurm_conf, tmp_path):
+@pytest.mark.parametrize("shared_fs", [True, False])
+def test_attach_to_a_job_by_its_id(slurm_conf, tmp_path, shared_fs):
+    """A job's head URL and node logs: from its directory, or (no shared filesystem) from its
+    Comment and through srun."""
+    before = node_dirs()
     plan = tmp_path / "plan.toml"
-    plan.write_text(LONG)
+    plan.write_text(LONG if shared_fs else LONG.replace("in_flight = 2", "in_flight = 2\nshared_fs = false"))
     proc = _start(slurm_conf, plan, tmp_path)
     try:
         _wait_running(slurm_conf, proc, 1)
@@ -267,6 +283,7 @@ def test_attach_to_a_job_by_its_id(slurm_conf, tmp_path):
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait()
+        remove_node_dirs(before)
     assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     assert "2 runs" in done.stdout
     header = json.loads((tmp_path / "attach.jsonl").read_text().splitlines()[0])
@@ -370,3 +387,44 @@ def test_preflight_as_a_short_job_on_a_node(slurm_conf, tmp_path):
     assert ran and all(line.endswith(" COMPLETED") for line in ran)
     assert len(ran) == 1  # one --help for the campaign: both trials run the same launcher
     assert wait_empty_queue(slurm_conf, 5) == []
+
+
+NO_SHARED_FS = """
+[slurm]
+in_flight = 2
+gpus_per_node = 8
+shared_fs = false
+
+[baseline]
+model = "Qwen/Qwen3-8B"
+flags = {tp = 8}
+bench = {runs = 3, max_new_tokens = 32}
+timeouts = {ready_s = 90, run_s = 90}
+
+[[trial]]
+name = "tp16-2nodes"
+flags = {tp = 16}
+slurm = {nodes = 2, launcher = '{command} --nnodes {nnodes} --node-rank {node_rank} --dist-init-addr {dist_init_addr} --host {host} --port {port} $([ "$SLURM_NODEID" = 1 ] && echo --sim-fault oom@1)'}
+"""
+
+
+def test_without_a_shared_filesystem(slurm_conf, tmp_path):
+    """Each node keeps its files in its own /tmp/tuiapp-JOB: logs come through `srun --overlap
+    tail -F`, the endpoint through the job's Comment, the clean end through a signal."""
+    before = node_dirs()
+    plan = tmp_path / "plan.toml"
+    plan.write_text(NO_SHARED_FS)
+    done = run_trials(slurm_conf, plan, tmp_path)
+    rows = {r["name"]: r for r in json.loads((tmp_path / "ledger.json").read_text())}
+    try:
+        assert wait_empty_queue(slurm_conf, 5) == []
+        base, two = rows["baseline"], rows["tp16-2nodes"]
+        assert base["status"] == "ok" and base["slurm_state"] == "COMPLETED", done.stdout[-3000:]
+        assert two["status"] == "oom" and two["slurm_state"] == "CANCELLED" and two["error_ranks"] == [11]
+        assert two["slurm_reason"].startswith("cancelled by tuiapp: oom on n2")
+        assert not list((tmp_path / "ledger.slurm").glob("*/node-*.log"))  # nothing came through the job dir
+        events = [json.loads(line) for line in (tmp_path / "rec.jsonl").read_text().splitlines()[1:]]
+        ranks_logged = {e["tp_rank"] for e in events if e.get("kind") == "log" and e.get("tp_rank") is not None}
+        assert set(range(16)) <= ranks_logged  # both nodes' logs, through srun
+    finally:
+        remove_node_dirs(before)

@@ -17,7 +17,7 @@ LIVE_STATES = {"PENDING", "CONFIGURING", "RUNNING", "COMPLETING", "SUSPENDED", "
                "SPECIAL_EXIT", "STOPPED", "PREEMPTED"}
 FINAL_STATES = {"COMPLETED", "FAILED", "TIMEOUT", "CANCELLED", "OUT_OF_MEMORY", "NODE_FAIL",
                 "BOOT_FAIL", "DEADLINE", "REVOKED"}
-SQUEUE_FORMAT = "%i|%T|%N|%V|%S|%r"
+SQUEUE_FORMAT = "%i|%T|%N|%V|%S|%r|%k"  # the comment last: it may hold anything
 
 
 @dataclass
@@ -32,6 +32,7 @@ class JobInfo:
     signal: int | None = None
     reason: str | None = None
     stdout: str | None = None
+    comment: str | None = None
 
     @property
     def over(self) -> bool:
@@ -131,7 +132,7 @@ def parse_scontrol_job(text: str) -> JobInfo:
                    nodes=expand_hostlist(kv.get("NodeList", "")), submit=parse_time(kv.get("SubmitTime")),
                    start=parse_time(kv.get("StartTime")), end=parse_time(kv.get("EndTime")),
                    exit_code=code, signal=sig, reason=None if kv.get("Reason") in (None, "None") else kv["Reason"],
-                   stdout=kv.get("StdOut"))
+                   stdout=kv.get("StdOut"), comment=None if kv.get("Comment") in (None, "(null)") else kv["Comment"])
 
 
 def parse_squeue(text: str) -> dict[str, JobInfo]:
@@ -143,8 +144,10 @@ def parse_squeue(text: str) -> dict[str, JobInfo]:
         if len(parts) < 6 or not parts[0]:
             continue
         job_id, state, nodes, submit, start, reason = parts[:6]
+        comment = "|".join(parts[6:]) or None
         info = JobInfo(job_id=job_id, state=_state(state), nodes=expand_hostlist(nodes),
-                       submit=parse_time(submit), reason=None if reason in ("None", "") else reason)
+                       submit=parse_time(submit), reason=None if reason in ("None", "") else reason,
+                       comment=None if comment in (None, "(null)") else comment)
         if info.state != "PENDING":
             info.start = parse_time(start)
         out[job_id] = info

@@ -23,6 +23,7 @@ from tuiapp.slurm.launcher import node_command
 from tuiapp.slurm.spec import SlurmSpec
 
 WATCH_S = 1  # how often the script looks for the stop file
+ENDPOINT_COMMENT = "tuiapp-endpoint:"
 
 
 @dataclass(frozen=True)
@@ -66,8 +67,9 @@ def safe_name(trial: str) -> str:
 
 
 def sbatch_options(spec: SlurmSpec, job_name: str, files: JobFiles) -> list[str]:
-    opts = [f"--job-name={job_name}", f"--nodes={spec.nodes}", "--ntasks-per-node=1",
-            f"--output={files.batch_log}"]
+    # without a shared filesystem the job's directory is not on the head: its own /tmp then
+    batch_log = files.batch_log if spec.shared_fs else "/tmp/tuiapp-%j.batch.log"
+    opts = [f"--job-name={job_name}", f"--nodes={spec.nodes}", "--ntasks-per-node=1", f"--output={batch_log}"]
     if spec.gpus_per_node:
         opts.append(f"--gres=gpu:{spec.gpus_per_node}")
     if spec.partition:
@@ -80,21 +82,35 @@ def sbatch_options(spec: SlurmSpec, job_name: str, files: JobFiles) -> list[str]
 
 
 def node_script(argv: list[str], spec: SlurmSpec, files: JobFiles) -> str:
-    log = shlex.quote(str(files.dir)) + '/node-"$SLURMD_NODENAME".log'
+    """What each node runs; $D, the job's directory (shared, or this node's own), comes from job.sh."""
     return ("#!/bin/bash\n# one node of a tuiapp trial: its server process, its log under its node's name\n"
-            f"exec >{log} 2>&1\n"
+            'mkdir -p "$D"\n'
+            'exec >"$D"/node-"$SLURMD_NODENAME".log 2>&1\n'
             f"exec {node_command(argv, spec.nodes, spec.launcher)}\n")
+
+
+def node_dir_text() -> str:
+    """Without a shared filesystem: each node's own directory for the job (logs, endpoint)."""
+    return "/tmp/tuiapp-$SLURM_JOB_ID"
 
 
 def batch_script(argv: list[str], env: dict[str, str], spec: SlurmSpec, files: JobFiles, *,
                  job_name: str, agent_argv: list[str] | None = None) -> str:
-    """The whole ``job.sh``; ``agent_argv``: the GPU sampler each node runs beside the server."""
-    d = shlex.quote(str(files.dir))
+    """The whole ``job.sh``; ``agent_argv``: the GPU sampler each node runs beside the server.
+    Without a shared filesystem (``shared_fs = false``) the node script travels inside it, each
+    node keeps its files in its own /tmp/tuiapp-JOB, and the endpoint goes out as the job's
+    Comment (``tuiapp-endpoint:{...}``), which squeue prints."""
+    node_script_text = node_script(argv, spec, files)
+    shared = spec.shared_fs
     lines = ["#!/bin/bash", "# written by tuiapp trials --slurm (docs/slurm.md)"]
     lines += [f"#SBATCH {shlex.quote(o)}" for o in sbatch_options(spec, job_name, files)]
     lines += [
         "set -u",
-        f"D={d}",
+        f"export D={shlex.quote(str(files.dir)) if shared else node_dir_text()}",
+        'mkdir -p "$D"',
+        # tuiapp's request for a clean end where it cannot write the stop file: scancel --batch --signal=USR1
+        "stop=0",
+        "trap 'stop=1' USR1",
         'nodes=$(scontrol show hostnames "$SLURM_JOB_NODELIST")',
         'head=$(echo "$nodes" | head -n 1)',
         # NodeAddr, not the name: emulated nodes (and some sites) have names that do not resolve
@@ -110,24 +126,36 @@ def batch_script(argv: list[str], env: dict[str, str], spec: SlurmSpec, files: J
     lines += [
         "node_list=$(echo $nodes | sed 's/ /\",\"/g')",
         'printf \'{"job_id": "%s", "head": "%s", "head_addr": "%s", "port": %s, "dist_port": %s, '
-        '"nodes": ["%s"]}\\n\' "$SLURM_JOB_ID" "$head" "$head_addr" "$port" "$dist_port" "$node_list" '
+        '"nodes": ["%s"], "dir": "%s"}\\n\' "$SLURM_JOB_ID" "$head" "$head_addr" "$port" "$dist_port" "$node_list" "$D" '
         '> "$D/endpoint.json.tmp" && mv "$D/endpoint.json.tmp" "$D/endpoint.json"',
     ]
+    if not shared:  # the submitting host reads it where it reads the job's state
+        lines.append(f'scontrol update JobId="$SLURM_JOB_ID" Comment="{ENDPOINT_COMMENT}$(cat "$D/endpoint.json")"')
     if agent_argv:
         agent = shlex.join(agent_argv)
         lines.append("srun --overlap --ntasks-per-node=1 --kill-on-bad-exit=0 bash -c "
-                     + shlex.quote(f'exec {agent} > {d}/gpus-"$SLURMD_NODENAME".jsonl 2>/dev/null') + " &")
+                     + shlex.quote(f'mkdir -p "$D"; exec {agent} > "$D"/gpus-"$SLURMD_NODENAME".jsonl 2>/dev/null')
+                     + " &")
+    # one task per node; a node that dies takes the step down (the others would wait on it)
+    step = 'bash "$D/node.sh"' if shared else "bash -c " + shlex.quote(node_script_text)
     lines += [
-        # one task per node; a node that dies takes the step down (the others would wait on it)
-        'srun --ntasks-per-node=1 --kill-on-bad-exit=1 bash "$D/node.sh" &',
+        f"srun --ntasks-per-node=1 --kill-on-bad-exit=1 {step} &",
         "step=$!",
-        'lease=$(cat "$D/lease" 2>/dev/null); lease_at=$(date +%s)',
+    ]
+    if shared:
+        lines.append('lease=$(cat "$D/lease" 2>/dev/null); lease_at=$(date +%s)')
+    lines += [
         'while kill -0 "$step" 2>/dev/null; do',
-        '  if [ -e "$D/stop" ]; then kill -TERM "$step"; wait "$step"; exit 0; fi',
-        '  now_lease=$(cat "$D/lease" 2>/dev/null)',
-        '  if [ "$now_lease" != "$lease" ]; then lease=$now_lease; lease_at=$(date +%s); fi',
-        f'  if [ $(( $(date +%s) - lease_at )) -gt {spec.lease_s} ]; then',
-        '    echo "tuiapp: no word from the submitting tuiapp for a while: cancelling"; scancel "$SLURM_JOB_ID"; fi',
+        '  if [ -e "$D/stop" ] || [ "$stop" = 1 ]; then kill -TERM "$step"; wait "$step"; exit 0; fi',
+    ]
+    if shared:
+        lines += [
+            '  now_lease=$(cat "$D/lease" 2>/dev/null)',
+            '  if [ "$now_lease" != "$lease" ]; then lease=$now_lease; lease_at=$(date +%s); fi',
+            f'  if [ $(( $(date +%s) - lease_at )) -gt {spec.lease_s} ]; then',
+            '    echo "tuiapp: no word from the submitting tuiapp for a while: cancelling"; scancel "$SLURM_JOB_ID"; fi',
+        ]
+    lines += [
         f"  sleep {WATCH_S}",
         "done",
         'wait "$step"',

@@ -95,6 +95,9 @@ class SlurmSpec(BaseModel):
     # where the server's flags are checked before a trial's sbatch: on this host, or (SGLang
     # installed only on the nodes) as a short job on one node
     preflight: Literal["here", "job"] = "here"
+    # job_dir on a filesystem the nodes and this host share (the usual case); false: each node
+    # keeps its files in /tmp/tuiapp-JOB, tuiapp reads logs through `srun --overlap tail -F`
+    shared_fs: bool = True
 
     _time = field_validator("time_limit")(_check_time)
     _opts = field_validator("sbatch_options")(_check_options)

@@ -14,14 +14,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import shlex
 import sys
 import time
 from pathlib import Path
 
 from tuiapp.events import Alert, Note, RequestDone, RunDone, ServerState, TrialJob, _Event
-from tuiapp.slurm.jobs import Slurm
+from tuiapp.slurm.jobs import Slurm, slurm_command
 from tuiapp.slurm.query import JobInfo, SlurmError
-from tuiapp.slurm.script import JobFiles, batch_script, node_script, safe_name
+from tuiapp.slurm.script import ENDPOINT_COMMENT, JobFiles, batch_script, node_script, safe_name
 from tuiapp.slurm.spec import SlurmSpec
 from tuiapp.trials.runner import PlanRunner, _flush_cache, _publish_server_info
 
@@ -37,6 +38,23 @@ ENDPOINT_POLL_S = 0.1  # a stat of one file on the shared filesystem
 
 def is_fatal(event: _Event) -> bool:
     return isinstance(event, Alert) and event.severity == "error" and event.alert_kind in FATAL_KINDS
+
+
+def node_tail_command(job_id: str, node: str, node_dir: str) -> str:
+    """``tail -F`` of a node's log, run on that node inside the job (no shared filesystem)."""
+    path = f"{node_dir}/node-{node}.log"
+    return (f"srun --jobid={shlex.quote(job_id)} --overlap -N1 -n1 -w {shlex.quote(node)} --quiet "
+            f"tail -n +1 -F {shlex.quote(path)}")
+
+
+def endpoint_from_comment(info: JobInfo | None) -> dict | None:
+    """The endpoint a job without a shared filesystem puts in its Comment."""
+    if info is None or not info.comment or not info.comment.startswith(ENDPOINT_COMMENT):
+        return None
+    try:
+        return json.loads(info.comment[len(ENDPOINT_COMMENT):])
+    except ValueError:
+        return None
 
 
 def job_dir_name(trial: str, stamp: float) -> str:
@@ -164,7 +182,8 @@ class SlurmTrial(PlanRunner):
             return f"launch_error:{exc}"
         observe(ServerState(state="starting", message=f"Slurm job {self.job_id} submitted ({files.dir})"))
         self.publish_job()
-        helpers.append(asyncio.create_task(self._touch_lease(files)))
+        if self.spec.shared_fs:
+            helpers.append(asyncio.create_task(self._touch_lease(files)))
         try:
             if not await self._wait_running(cfg, state):
                 return "stopped" if self._user_stopped else "not_ready"
@@ -174,8 +193,7 @@ class SlurmTrial(PlanRunner):
             nodes = [str(n) for n in self.endpoint.get("nodes") or []]
             merger = NodeMerger(watch)
             for node in nodes:
-                helpers.append(asyncio.create_task(self._follow(files.node_log(node), merger.publisher(node),
-                                                                stop_logs)))
+                helpers.append(asyncio.create_task(self._follow(node, merger.publisher(node), stop_logs)))
             url = self.spec.url or f"http://{self.endpoint['head_addr']}:{self.endpoint['port']}"
             self.url = url
             self.publish_job()
@@ -273,7 +291,7 @@ class SlurmTrial(PlanRunner):
         shown = None
         assert self.files is not None
         while not self._fatal.is_set():
-            if self.files.endpoint.exists():
+            if self.spec.shared_fs and self.files.endpoint.exists():
                 self.running_s = time.monotonic()
                 return True
             info = self.slurm.latest(self.job_id)
@@ -296,10 +314,13 @@ class SlurmTrial(PlanRunner):
     async def _wait_endpoint(self, files: JobFiles, cfg) -> dict | None:
         deadline = time.monotonic() + cfg.timeouts.ready_s
         while time.monotonic() < deadline and not self._fatal.is_set():
-            try:
-                return json.loads(files.endpoint.read_text(encoding="utf-8"))
-            except (OSError, ValueError):
-                pass
+            if self.spec.shared_fs:
+                try:
+                    return json.loads(files.endpoint.read_text(encoding="utf-8"))
+                except (OSError, ValueError):
+                    pass
+            elif (endpoint := endpoint_from_comment(self.slurm.latest(self.job_id))) is not None:
+                return endpoint
             info = self.slurm.latest(self.job_id)
             if info is not None and info.over:
                 return None
@@ -347,9 +368,12 @@ class SlurmTrial(PlanRunner):
         if info is None or not info.over:
             if self._fatal.is_set() or self.ready_s is None or self.interrupted:
                 await self._cancel_now()
-            else:
+            elif self.spec.shared_fs:
                 with contextlib.suppress(OSError):
                     files.stop.touch()
+            else:  # the batch script traps it and ends the server step: COMPLETED
+                with contextlib.suppress(SlurmError):
+                    await slurm_command("scancel", "--batch", "--signal=USR1", self.job_id)
             try:
                 await asyncio.wait_for(self._wait_over(), STOP_WAIT_S)
             except asyncio.TimeoutError:
@@ -359,13 +383,21 @@ class SlurmTrial(PlanRunner):
         self.info = self.slurm.latest(self.job_id) or self.info
         self.publish_job()
 
-    async def _follow(self, path: Path, publish, stop: asyncio.Event) -> None:
+    async def _follow(self, node: str, publish, stop: asyncio.Event) -> None:
+        """One node's log under its name: the file in the shared job directory, or, without a
+        shared filesystem, ``tail -F`` of the node's own file through ``srun --overlap``."""
         from tuiapp.logwatch.follow import follow_file
+        from tuiapp.logwatch.sources import follow_command
         from tuiapp.logwatch.watcher import LogWatcher
 
+        assert self.files is not None and self.endpoint is not None
         watcher = LogWatcher(publish, ready_events=False)
         asyncio.current_task().set_name("log")
-        await follow_file(path, publish, from_start=True, stop=stop, watcher=watcher)
+        if self.spec.shared_fs:
+            await follow_file(self.files.node_log(node), publish, from_start=True, stop=stop, watcher=watcher)
+        else:
+            await follow_command(node_tail_command(self.job_id, node, str(self.endpoint.get("dir") or "")),
+                                 publish, stop=stop, node=node, watcher=watcher)
         watcher.flush()
 
     # ------------------------------------------------------------ GPUs per node
@@ -373,8 +405,8 @@ class SlurmTrial(PlanRunner):
     def _agent_argv(self, url: str) -> list[str] | None:
         """tuiapp's GPU sampler on every node (no dcgm-exporter named): JSON lines back
         through the shared job directory."""
-        if self.spec.dcgm or not self.spec.gpu_agent or self.options.telemetry == "off":
-            return None
+        if self.spec.dcgm or not self.spec.gpu_agent or self.options.telemetry == "off" or not self.spec.shared_fs:
+            return None  # without a shared filesystem its files stay on the nodes: name dcgm instead
         kind = "nvml" if self.options.telemetry in ("auto", "nvml") and self.options.sim_speed is None else "none"
         if kind == "none":
             return None  # the simulator's GPUs are read from its head over HTTP
