@@ -7,8 +7,8 @@ from session_helpers import idle, publish  # tests/ is on the path
 
 from tuiapp.events import TrialJob, TrialState
 from tuiapp.session import Session
-from tuiapp.slurm.campaign_view import campaign_rows, in_flight
 from tuiapp.tui.app import DashboardApp
+from tuiapp.tui.campaign_rows import campaign_rows, in_flight
 from tuiapp.tui.screens.campaign import CampaignScreen
 from tuiapp.tui.screens.details import TrialScreen
 
@@ -95,10 +95,10 @@ def test_a_focus_keeps_other_trials_server_events_off_the_bus(tmp_path):
 
     from tuiapp.events import LogLine, RunDone, TrialResult
     from tuiapp.slurm.runner import SlurmPlanRunner
-    from tuiapp.slurm.spec import SlurmSpec
     from tuiapp.trials.ledger import Ledger
     from tuiapp.trials.plan import parse_plan
     from tuiapp.trials.runner import RunnerOptions
+    from tuiapp.trials.slurm_spec import SlurmSpec
 
     plan = parse_plan('[baseline]\nmodel = "m"\n[[trial]]\nname = "b"\nflags = {tp = 2}\n', Path("p.toml"))
     runner = SlurmPlanRunner(plan, plan.all(), Ledger(), RunnerOptions(ledger_path=tmp_path / "l.json"),

@@ -20,8 +20,8 @@ from tuiapp.slurm.query import (
     parse_squeue,
 )
 from tuiapp.slurm.script import JobFiles, batch_script, node_script, sbatch_options
-from tuiapp.slurm.spec import SlurmSpec
 from tuiapp.trials.plan import PlanError, parse_plan
+from tuiapp.trials.slurm_spec import SlurmSpec
 
 # ---------------------------------------------------------------- the node's command line
 

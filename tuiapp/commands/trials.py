@@ -88,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
     slurm_spec = None
     if args.slurm:
-        from tuiapp.slurm.spec import SlurmSpec
+        from tuiapp.trials.slurm_spec import SlurmSpec
 
         slurm_spec = plan.slurm or SlurmSpec()
     if args.check:

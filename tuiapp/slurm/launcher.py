@@ -3,7 +3,7 @@
 The trial's server command loses the flags the allocation decides (``--host``, ``--port``,
 ``--nnodes``, ``--node-rank``, ``--dist-init-addr``) and gets them back as shell variables the
 batch script sets on every node (TUIAPP_*; SLURM_NODEID is the node's rank in the job). A plan
-can give its own template: shell text with ``{placeholders}`` (tuiapp.slurm.spec.PLACEHOLDERS),
+can give its own template: shell text with ``{placeholders}`` (tuiapp.trials.slurm_spec.PLACEHOLDERS),
 e.g. ``"numactl -i all {command} --tp 16 --nnodes {nnodes} --node-rank {node_rank} --dist-init-addr
 {dist_init_addr} --host {host} --port {port}"``.
 """

@@ -33,11 +33,11 @@ from tuiapp.events import (
     TrialState,
 )
 from tuiapp.slurm.jobs import Slurm
-from tuiapp.slurm.spec import SlurmSpec
 from tuiapp.slurm.trial import SlurmTrial
 from tuiapp.trials.diff import config_diff, confound_warning
 from tuiapp.trials.ledger import OK, LedgerRow
 from tuiapp.trials.runner import PlanRunner
+from tuiapp.trials.slurm_spec import SlurmSpec
 
 ALERT_ID_STRIDE = 1_000_000
 # one trial's server and benchmark: with a focus, only the focused trial's reach the dashboard

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tuiapp.slurm.launcher import node_command
-from tuiapp.slurm.spec import SlurmSpec
+from tuiapp.trials.slurm_spec import SlurmSpec
 
 WATCH_S = 1  # how often the script looks for the stop file
 ENDPOINT_COMMENT = "tuiapp-endpoint:"

@@ -23,8 +23,8 @@ from tuiapp.events import Alert, Note, RequestDone, RunDone, ServerState, TrialJ
 from tuiapp.slurm.jobs import Slurm, slurm_command
 from tuiapp.slurm.query import JobInfo, SlurmError
 from tuiapp.slurm.script import ENDPOINT_COMMENT, JobFiles, batch_script, node_script, safe_name
-from tuiapp.slurm.spec import SlurmSpec
 from tuiapp.trials.runner import PlanRunner, _flush_cache, _publish_server_info
+from tuiapp.trials.slurm_spec import SlurmSpec
 
 # what ends a trial at once: the server cannot go on (warnings, request errors and KV pressure
 # are findings of a run that goes on)

@@ -22,9 +22,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tuiapp.bench.settings import BenchSettings
-from tuiapp.slurm.spec import SlurmSpec, TrialSlurm
 from tuiapp.trials.flags import Flag, argv_tokens, canonical, parse_tokens, to_value
 from tuiapp.trials.search import SearchMeta, SearchSpec, combination_name, combinations, same_as
+from tuiapp.trials.slurm_spec import SlurmSpec, TrialSlurm
 from tuiapp.trials.toml_lines import line_of
 
 if sys.version_info >= (3, 11):

@@ -12,7 +12,7 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
-from tuiapp.slurm.campaign_view import COLUMNS, LIVE_FIRST, campaign_rows, in_flight
+from tuiapp.tui.campaign_rows import COLUMNS, LIVE_FIRST, campaign_rows, in_flight
 from tuiapp.tui.store import DashboardStore
 
 REFRESH_S = 1.0

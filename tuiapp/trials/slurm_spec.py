@@ -1,4 +1,5 @@
-"""The plan's ``[slurm]`` table and a trial's own ``slurm`` table (what it changes).
+"""The plan's ``[slurm]`` table and a trial's own ``slurm`` table (what it changes), read
+with the plan; ``trials --slurm`` (tuiapp.slurm) runs them.
 
 A trial's table overrides the plan's for that trial only (``nodes = 2`` for the TP16 trial);
 the rest of the plan's table applies to every trial.
