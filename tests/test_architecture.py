@@ -5,6 +5,7 @@ Floors, lowest first:
   rooms     server/ bench/ logwatch/ telemetry/   sources
             record/                               sinks (recorder, printer, report) and the replay source
             trials/                               runs sources for a plan
+            slurm/                                runs a plan's trials as Slurm jobs (trials --slurm)
   session   session.py                            wires sources to the sinks it owns
   frontend  tui/                                  the dashboard; sees the session as controls.SessionView
   top       commands/ cli.py __main__.py          parse arguments, pick the frontend
@@ -104,6 +105,10 @@ def test_the_tui_sees_a_protocol_not_the_session_nor_the_sources():
 def test_nothing_below_the_top_floor_imports_a_command():
     assert _violations(lambda room, m, n: _target_room(n) in ("commands", "cli", "__main__")
                        and room not in ("commands", "cli", "__main__")) == []
+
+
+def test_only_the_top_floor_runs_trials_on_slurm():
+    assert _violations(lambda room, m, n: _target_room(n) == "slurm" and room not in ("slurm", "commands")) == []
 
 
 def test_the_session_picks_no_frontend():
