@@ -326,3 +326,26 @@ def test_the_closing_report_lists_each_rows_job():
         "Slurm jobs:", "  base: job 3 COMPLETED on n1, queued 0 s",
         "  oom: job 4 CANCELLED on n2, queued 2 s; cancelled by tuiapp: oom on n2: CUDA out of memory"]
     assert slurm_job_lines(Ledger([LedgerRow(name="local", status="ok")])) == []
+
+
+def test_a_job_slurm_ended_without_a_word_takes_slurms_reason():
+    from types import SimpleNamespace
+
+    from tuiapp.slurm.query import JobInfo
+    from tuiapp.slurm.runner import fill_slurm_fields
+    from tuiapp.trials.ledger import LedgerRow
+
+    def trial(state: str, **kw):
+        info = JobInfo(job_id="9", state=state, nodes=["n1"], exit_code=0, signal=15, **kw)
+        return SimpleNamespace(job_id="9", info=info, cancel_reason=None, fatal_s=None, cancelled_s=None,
+                               submitted_s=10.0, first_token_s=None)
+
+    row = LedgerRow(name="t", status="crash", first_error="server exited with code 0")
+    fill_slurm_fields(row, trial("TIMEOUT", reason="TimeLimit"))
+    assert (row.status, row.first_error, row.slurm_state) == ("timeout", "Slurm: TIMEOUT (TimeLimit)", "TIMEOUT")
+    row = LedgerRow(name="t", status="crash", first_error="server exited with code 0")
+    fill_slurm_fields(row, trial("NODE_FAIL"))
+    assert (row.status, row.first_error) == ("crash", "Slurm: NODE_FAIL")
+    row = LedgerRow(name="t", status="oom", first_error="CUDA out of memory")  # the log said why: kept
+    fill_slurm_fields(row, trial("CANCELLED"))
+    assert (row.status, row.first_error, row.slurm_nodes) == ("oom", "CUDA out of memory", ["n1"])
