@@ -2,8 +2,8 @@
 model (the `real_peers` tier; docs/attach.md "Other OpenAI-compatible servers").
 
 On when TUIAPP_REAL_PEERS names the folder tools/peers/setup.sh made (its `hf` venv runs
-`transformers serve` 5.17, its `fastchat` venv FastChat 0.2.36's OpenAI API server, its `model`
-the checkpoint); then a server that cannot start fails, it never skips. Off, each test skips
+`transformers serve` 5.17, its `fastchat` venv FastChat 0.2.36's OpenAI API server, its `llama`
+venv llama-cpp-python 0.3.36's server, its `model` the checkpoint); then a server that cannot start fails, it never skips. Off, each test skips
 with one line. Every server a test starts is stopped with its process group.
 
 transformers serve 5.17 answers `GET /v1/models` with HTTP 500 when its hub cache folder is
@@ -37,8 +37,9 @@ def home() -> Path:
     if not value:
         pytest.skip(f"real peers tier off: set {ENV}=DIR (made by tools/peers/setup.sh)")
     path = Path(value)
-    if not (path / "hf" / "bin" / "transformers").exists() or not (path / "model" / "config.json").exists():
-        pytest.fail(f"{ENV}={value}: no hf venv with a model beside it; run tools/peers/setup.sh")
+    if not all((path / p).exists() for p in ("hf/bin/transformers", "fastchat/bin/python", "llama/bin/python",
+                                              "model/config.json", "model-v4/config.json", "model.gguf")):
+        pytest.fail(f"{ENV}={value}: not what tools/peers/setup.sh makes; run it")
     return path
 
 
@@ -169,3 +170,42 @@ def test_attach_fastchat_which_sends_no_usage(fastchat_server, tmp_path):
     assert "no token usage" in r.stdout
     assert [run["errors"] for run in summary["runs"]] == [0, 0]
     assert all(run["decode_tok_s"] for run in summary["runs"])
+
+
+def llama_argv(root: Path, port: int) -> list[str]:
+    return [str(root / "llama" / "bin" / "python"), "-m", "llama_cpp.server", "--model", str(root / "model.gguf"),
+            "--host", "127.0.0.1", "--port", str(port), "--n_threads", "1"]
+
+
+def test_attach_llama_cpp_which_cuts_a_stream_when_another_comes(tmp_path):
+    """llama-cpp-python: no /health, no usage, and a second request ends the running stream:
+    at concurrency 2 tuiapp sees it, says so and sends one at a time."""
+    root = home()
+    port = free_port()
+    log = tmp_path / "llama.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(llama_argv(root, port), stdin=subprocess.DEVNULL, stdout=out,
+                                stderr=subprocess.STDOUT, env=peer_env(root), start_new_session=True)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_for(url + "/v1/models", [(proc, log)], lambda r: r.status_code == 200)
+        assert httpx.get(url + "/health", timeout=5).status_code == 404
+        r, summary = attach(url, tmp_path, "--concurrency", "2")
+    finally:
+        stop([proc])
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr
+    assert "no token usage" in r.stdout and "one request at a time" in r.stdout
+    assert all(run["decode_tok_s"] for run in summary["runs"])
+
+
+def test_launch_llama_cpp_is_ready_by_its_model_list(tmp_path):
+    """launch of a server without /health nor SGLang's ready line: ready when /v1/models
+    answers (server/states.py), the model named by the command's --model."""
+    root = home()
+    r = subprocess.run([sys.executable, "-m", "tuiapp", "launch", "--headless", "--runs", "2", "--max-new-tokens", "16",
+                        "--telemetry", "off", "--ready-timeout", str(START_TIMEOUT_S),
+                        "--log", str(tmp_path / "server.log"), "--", *llama_argv(root, free_port())],
+                       capture_output=True, text=True, timeout=400, env=peer_env(root))
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr
+    runs = [ln for ln in r.stdout.splitlines() if " run " in ln]
+    assert len(runs) >= 2 and all(ln.endswith("errors=0") for ln in runs), r.stdout[-3000:]

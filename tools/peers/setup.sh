@@ -5,8 +5,9 @@
 #
 #   tools/peers/setup.sh [HOME]      HOME: $TUIAPP_PEERS_HOME, default /tmp/tuiapp-peers
 #
-# Makes HOME/hf (transformers serve), HOME/fastchat (FastChat's OpenAI API server), HOME/model (the
-# checkpoint) and HOME/model-v4 (the same for transformers 4.x); prints HOME last. Idempotent.
+# Makes HOME/hf (transformers serve), HOME/fastchat (FastChat's OpenAI API server), HOME/llama
+# (llama-cpp-python's server), HOME/model (the checkpoint), HOME/model-v4 (the same for
+# transformers 4.x) and HOME/model.gguf (the same for llama.cpp); prints HOME last. Idempotent.
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 HOME_DIR="${1:-${TUIAPP_PEERS_HOME:-/tmp/tuiapp-peers}}"
@@ -65,6 +66,36 @@ config["tokenizer_class"] = "PreTrainedTokenizerFast"
 config.setdefault("chat_template", open(f"{src}/chat_template.jinja").read())
 json.dump(config, open(f"{dst}/tokenizer_config.json", "w"), indent=1)
 PY
+fi
+# llama-cpp-python 0.3.36's server (the GGUF of the same checkpoint): PyPI has its sdist only, so
+# pip compiles llama.cpp (~10 min on 2 cores; pip's wheel cache keeps the result). The GGUF comes
+# from llama.cpp's own converter as the sdist vendors it (to_gguf.py beside this file).
+ll="$HOME_DIR/llama"
+check_ll='import llama_cpp, llama_cpp.server.app; assert llama_cpp.__version__ == "0.3.36"'
+if [ -x "$ll/bin/python" ] && "$ll/bin/python" -c "$check_ll" 2>/dev/null; then
+  say "venv $ll is complete"
+else
+  say "venv $ll: llama-cpp-python[server]==0.3.36 (compiles llama.cpp unless pip has the wheel)"
+  rm -rf "$ll"
+  "$PY" -m venv "$ll"
+  CMAKE_BUILD_PARALLEL_LEVEL="${CMAKE_BUILD_PARALLEL_LEVEL:-2}" \
+    "$ll/bin/pip" install "${PIP[@]}" "llama-cpp-python[server]==0.3.36" >&2
+  "$ll/bin/python" -c "$check_ll"
+fi
+gguf="$HOME_DIR/model.gguf"
+if [ ! -f "$gguf" ]; then
+  src="$HOME_DIR/src"
+  vendor="$src/llama_cpp_python-0.3.36/vendor/llama.cpp"
+  if [ ! -f "$vendor/convert_hf_to_gguf.py" ]; then
+    say "llama.cpp's converter from the llama-cpp-python 0.3.36 sdist"
+    mkdir -p "$src"
+    "$ll/bin/pip" download "${PIP[@]}" --no-binary :all: llama-cpp-python==0.3.36 -d "$src" >&2
+    tar xzf "$src/llama_cpp_python-0.3.36.tar.gz" -C "$src" llama_cpp_python-0.3.36/vendor/llama.cpp/conversion \
+      llama_cpp_python-0.3.36/vendor/llama.cpp/convert_hf_to_gguf.py llama_cpp_python-0.3.36/vendor/llama.cpp/gguf-py
+  fi
+  say "model -> $gguf"
+  HF_HUB_OFFLINE=1 "$hf/bin/python" "$HERE/to_gguf.py" "$vendor" "$model" "$gguf.part" >&2
+  mv "$gguf.part" "$gguf"
 fi
 say "ready in $(( $(date +%s) - t0 )) s"
 echo "$HOME_DIR"
