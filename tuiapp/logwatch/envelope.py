@@ -71,7 +71,7 @@ def strip_ansi(text: str) -> str:
     if "\x1b" in text or "^[[" in text:
         return _ANSI_RE.sub("", text)
     # colour codes pasted without their ESC byte ("[33m(raylet)[0m"); "[2026-..." is no such code
-    if text[:1] == "[" and "m" in text[2:8] and _BARE_SGR_RE.match(text):
+    if text[:1] == "[" and text[1:3] != "20" and "m" in text[2:8] and _BARE_SGR_RE.match(text):
         return _BARE_SGR_RE.sub("", text)
     return text
 

@@ -103,7 +103,6 @@ _DEATH_RE = (
     r"|container (?:oom|die) [0-9a-f]{12,}"
     r"|(?:Aborted|Bus error|Floating point exception|Illegal instruction|Trace/breakpoint trap)"
     r"(?: \(core dumped\))?\s*$"
-    r"|.*\(core dumped\)\s*$"
     r"|Fatal Python error: \S"
     r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d)"
 )
@@ -148,7 +147,9 @@ _DEATH_ANYWHERE_RE = re.compile(r"\bReason:\s+(?:OOMKilled|CrashLoopBackOff)\b|_
 
 
 def generic_death(line: str) -> bool:
-    return bool(GENERIC_DEATH_RE.match(line))
+    # (a line ending in "(core dumped)" is found with a substring test: ".*" in the pattern
+    # scanned every candidate line to its end)
+    return bool(GENERIC_DEATH_RE.match(line)) or ("core dumped" in line and line.rstrip().endswith("(core dumped)"))
 
 
 def death_anywhere(text: str) -> re.Match[str] | None:
