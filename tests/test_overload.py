@@ -367,3 +367,53 @@ async def test_a_trial_that_measured_nothing_useful_is_invalid_and_never_ranks_b
     else:  # every request failed: no figures to rank at all
         assert row.invalid[0] == f"all {row.requests} requests failed" and row.requests == 16
         assert row.status != "ok" and row.rank is None
+
+
+# ---------------------------------------------------------------- tuiapp compare on recordings of such servers
+
+
+async def _record(srv, path, *extra: str) -> int:
+    proc = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "tuiapp", "attach", srv.url, "--headless", "--telemetry", "off", "--api", "generate",
+        "--concurrency", "2", "--requests-per-run", "10", "--runs", "3", "--max-new-tokens", "16", "--warmup", "0",
+        "--server-wait-s", "1", "--record", str(path), *extra,
+        stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.DEVNULL, stderr=asyncio.subprocess.DEVNULL)
+    try:
+        return await asyncio.wait_for(proc.wait(), GUARD_S)
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+@pytest.fixture
+async def healthy_recording(fake_sglang, tmp_path):
+    srv = await fake_sglang(prefill_s=0.01, step_s=0.002)
+    path = tmp_path / "base.jsonl"
+    assert await _record(srv, path) == 0
+    return path
+
+
+def compare(base, new) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "tuiapp", "compare", str(base), str(new), "--fail-on", "slower"],
+                          capture_output=True, text=True, timeout=GUARD_S, stdin=subprocess.DEVNULL)
+
+
+async def test_compare_fails_when_new_fails_half_its_requests(fake_sglang, tmp_path, healthy_recording):
+    # every 2nd request a 500, as fast otherwise. Before: exit 0 (only speed was compared)
+    srv = await fake_sglang(prefill_s=0.01, step_s=0.002, fail_every=2)
+    new = tmp_path / "new.jsonl"
+    assert await _record(srv, new) == 0
+    out = compare(healthy_recording, new)
+    assert out.returncode == 1, out.stdout + out.stderr
+    assert "failed requests 50.0% vs 0.0% (worse" in out.stdout
+
+
+async def test_compare_cannot_judge_new_when_its_server_died(fake_sglang, tmp_path, healthy_recording):
+    # NEW's server died after 12 requests (one run of three). Before: exit 0
+    srv = await fake_sglang(prefill_s=0.01, step_s=0.002, die_after=12)
+    new = tmp_path / "new.jsonl"
+    assert await _record(srv, new) == 1  # attach itself gave up on the dead server
+    out = compare(healthy_recording, new)
+    assert out.returncode == 3, out.stdout + out.stderr
+    assert "exit 3 (NEW cannot be judged)" in out.stdout
