@@ -1,8 +1,8 @@
-"""Trials compared on acceptance per draft position (tuiapp.trials.acceptance_compare, the ledger)."""
+"""Trials compared on acceptance per draft position (tuiapp.common.acceptance_compare, the ledger)."""
 
 import pytest
 
-from tuiapp.trials.acceptance_compare import (
+from tuiapp.common.acceptance_compare import (
     compare_positions,
     pooled_by_position,
     runs_by_position,

@@ -5,8 +5,8 @@ import math
 
 import pytest
 
-from tuiapp.bench.verdict import welch_compare
 from tuiapp.common.stats import ci95, mean, sd, t_quantile, t_sf_two_sided, welch
+from tuiapp.common.verdict import welch_compare
 
 CAMPAIGN_GOOD = [89.8, 89.8, 89.3, 89.3, 89.3]
 CAMPAIGN_OLD = [82.0, 82.5, 81.9, 82.2, 82.1]

@@ -19,7 +19,7 @@ import pytest
 
 from tuiapp.bench.loop import BenchLoop
 from tuiapp.bench.settings import BenchSettings
-from tuiapp.bench.verdict import meets_goal
+from tuiapp.common.verdict import meets_goal
 from tuiapp.events import Note, RequestDone
 from tuiapp.sim.process import SimProcess
 from tuiapp.trials.collector import TrialCollector

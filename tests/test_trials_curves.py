@@ -1,6 +1,6 @@
 """Trials compared point by point: Welch per load (Holm over the loads) and where the curves cross."""
 
-from tuiapp.bench.verdict import compare_points, crossings
+from tuiapp.common.verdict import compare_points, crossings
 from tuiapp.trials.ledger import Ledger, LedgerRow
 
 

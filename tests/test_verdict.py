@@ -1,11 +1,11 @@
-"""tuiapp/bench/verdict.py, the one owner of verdicts, and the ledger that calls it: Welch with a
+"""tuiapp/common/verdict.py, the one owner of verdicts, and the ledger that calls it: Welch with a
 minimum effect, Holm over loads, failed requests, invalid trials, a sweep's headline."""
 
 from __future__ import annotations
 
 import pytest
 
-from tuiapp.bench import verdict as judge
+from tuiapp.common import verdict as judge
 from tuiapp.common.stats import Digest, percentile
 from tuiapp.trials.ledger import Ledger, LedgerRow
 

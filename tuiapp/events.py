@@ -169,7 +169,7 @@ class RequestDone(_Event):
     finish_reason: str | None = None
     numerical_fault: bool = False  # finish_reason stop "NaN happened"
     cancelled: bool = False  # cut off by our own stop (quit, SIGINT, end of runs): not a failure
-    outcome: str | None = None  # tuiapp.bench.outcome.classify: ok, refused, http_error, timeout, ...
+    outcome: str | None = None  # tuiapp.common.outcome.classify: ok, refused, http_error, timeout, ...
 
 
 class RunDone(_Event):
@@ -200,7 +200,7 @@ class PointDone(_Event):
     """One load point of a sweep (or the one point) finished: its ``runs`` runs pooled.
 
     Built by tuiapp.bench.points.point_event only. Latencies are percentiles over the point's
-    successful requests (TTFT, TPOT, ITL, e2e as tuiapp/bench/outcome.py names them; open
+    successful requests (TTFT, TPOT, ITL, e2e as tuiapp/common/outcome.py names them; open
     loop: from each request's scheduled send time). Failed requests count, by reason, in
     ``errors``, the shares and goodput (docs/load-curves.md)."""
 

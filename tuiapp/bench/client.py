@@ -7,7 +7,7 @@ the token count of a chunk is read with one reverse byte search. A quote inside 
 string is always escaped, so ``"completion_tokens":`` can only match the real key.
 
 Per request (N = the server's completion token count; the names are defined once, in
-tuiapp/bench/outcome.py, with what became of the request):
+tuiapp/common/outcome.py, with what became of the request):
   TTFT  = first chunk carrying output - request sent
   TPOT  = (e2e - TTFT) / (N - 1)            (per token, not per chunk)
   decode tok/s = (N - 1) / (e2e - TTFT)

@@ -9,7 +9,7 @@ Across runs: mean, sample sd and Student-t 95% CI of the per-run decode tok/s.
 A request that cannot connect means the server is gone: the loop says
 ``waiting_server``, retries with backoff, and carries on with the same run when the
 server is back. Every other failure is one ``RequestDone(ok=False)`` with its outcome
-(tuiapp/bench/outcome.py); a refusal of a full queue (429, a 503 while others of ours are
+(tuiapp/common/outcome.py); a refusal of a full queue (429, a 503 while others of ours are
 served) is a failed request of its own reason, never retried and never a reason to change
 the load. Nothing here raises for a bad response.
 """
@@ -38,7 +38,6 @@ from tuiapp.bench.client import (
     stream_request,
 )
 from tuiapp.bench.http_client import make_client
-from tuiapp.bench.outcome import classify, says_queue_full
 from tuiapp.bench.points import (
     PointTally,
     load_text,
@@ -48,9 +47,10 @@ from tuiapp.bench.points import (
 )
 from tuiapp.bench.run_events import nan_alert, request_event, run_event
 from tuiapp.bench.settings import BenchSettings
-from tuiapp.bench.verdict import max_load_answer, meets_goal
 from tuiapp.bench.workload import Prompt, build
 from tuiapp.common import stats
+from tuiapp.common.outcome import classify, says_queue_full
+from tuiapp.common.verdict import max_load_answer, meets_goal
 from tuiapp.events import (
     BenchState,
     BenchSummary,
@@ -255,7 +255,7 @@ class BenchLoop:
 
     async def _search(self, client: httpx.AsyncClient) -> None:
         """--find-max-load: bisection over the rate (open loop) or the concurrency. A probe
-        passes by tuiapp.bench.verdict.meets_goal; the answer is kept after every probe,
+        passes by tuiapp.common.verdict.meets_goal; the answer is kept after every probe,
         so a stop keeps what was found."""
         s = self.settings
         by_rate = s.request_rate is not None or s.sweep == "request_rate"

@@ -14,7 +14,7 @@ Rates of a point (open loop; docs/load-curves.md):
             it, so queueing behind --max-concurrency or a slow client is latency, not hidden
 Closed loop: served = successful requests / wall time.
 
-What counts: a request by tuiapp.bench.outcome (cancelled ones never; failed ones in every
+What counts: a request by tuiapp.common.outcome (cancelled ones never; failed ones in every
 share and rate, by reason); a run when every one of its requests finished (a run cut by a stop
 or a restart is not a run, BenchLoop._one_run); a point when at least one of its runs counted.
 """
@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from tuiapp.bench.client import RequestResult
-from tuiapp.bench.outcome import classify, reason_text
 from tuiapp.bench.settings import BenchSettings
+from tuiapp.common.outcome import classify, reason_text
 from tuiapp.common.stats import Digest, percentile
 from tuiapp.events import PointDone
 

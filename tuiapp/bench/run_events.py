@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections import Counter
 
 from tuiapp.bench.client import RequestResult
-from tuiapp.bench.outcome import classify, reason_text
 from tuiapp.common import acceptance, stats
+from tuiapp.common.outcome import classify, reason_text
 from tuiapp.events import Alert, RequestDone, RunDone
 
 NAN_ALERT_ID = 4_000_001  # fixed: the bench's one numerical-fault alert

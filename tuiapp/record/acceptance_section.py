@@ -3,17 +3,17 @@
 From the runs' pooled histograms (RunDone.spec_accept_histogram, tuiapp.common.acceptance):
 per trial, acceptance at each draft position (accepted / steps whose budget reached it, the
 conditional rate after it, the share of steps that saw it), the accept-length distribution,
-and where the ledger compared trials per position (Welch, tuiapp.trials.acceptance_compare)
+and where the ledger compared trials per position (Welch, tuiapp.common.acceptance_compare)
 its verdicts.
 """
 
 from __future__ import annotations
 
 from tuiapp.common import acceptance
+from tuiapp.common.acceptance_compare import summary_text
 from tuiapp.common.numfmt import num
 from tuiapp.events import RunDone, ServerInfo, TrialResult, _Event
 from tuiapp.record.markdown import table
-from tuiapp.trials.acceptance_compare import summary_text
 
 NO_SPEC = "No speculative decoding in this recording."
 NO_HISTOGRAM = ("The server speculated but sent no per-request histogram (`spec_accept_histogram`, "

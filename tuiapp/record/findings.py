@@ -15,9 +15,9 @@ from bisect import bisect_right
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from tuiapp.bench.verdict import welch_compare
 from tuiapp.common.numfmt import GIB, NA, num
 from tuiapp.common.stats import ci95, mean, sd
+from tuiapp.common.verdict import welch_compare
 from tuiapp.events import Alert, BenchState, GpuSample, RunDone, ServerState, TrialResult, _Event
 from tuiapp.record.markdown import hms, table, text
 from tuiapp.record.reading import Recording

@@ -249,7 +249,7 @@ class MetricsEndpoint:
         trial = self._trial
         outcome = "cancelled" if e.cancelled else "ok" if e.ok else "error"
         self.requests.labels(trial, outcome).inc()
-        if outcome == "error":  # by tuiapp.bench.outcome's reason (older recordings: the error's head)
+        if outcome == "error":  # by tuiapp.common.outcome's reason (older recordings: the error's head)
             self.request_errors.labels(trial, e.outcome or error_reason(e.error)).inc()
         if not e.ok:
             return

@@ -180,7 +180,7 @@ class Printer:
         self.alerts: dict[int, Alert] = {}  # by alert_id; id 0 (unset) gets a fresh key
         self.requests = 0
         self.request_errors = 0
-        self.errors_by_reason = Counter[str]()  # outcome (bench/outcome.py) -> failed requests
+        self.errors_by_reason = Counter[str]()  # outcome (common/outcome.py) -> failed requests
         self.requests_cancelled = 0  # cut off by our own stop: neither done nor failed
         self.notes = Counter[str]()
         self.trial_results: list[TrialResult] = []

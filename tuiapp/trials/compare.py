@@ -7,8 +7,8 @@ rate): runs of different loads are never pooled. Groups are paired by name (two 
 group each are paired whatever their names), loads by value.
 
 Per group, load and metric: the two means, NEW/BASE, its 95% interval and the verdict of
-tuiapp.bench.verdict.welch_compare, with Holm's correction over the loads of a sweep; per
-group, the failed-request share (tuiapp.bench.verdict.error_rate_verdict). :func:`gate` turns
+tuiapp.common.verdict.welch_compare, with Holm's correction over the loads of a sweep; per
+group, the failed-request share (tuiapp.common.verdict.error_rate_verdict). :func:`gate` turns
 it into what a CI job needs: 0 pass, 1 slower or worse on errors, 3 NEW cannot be judged
 (a trial failed or missing, a load missing, fewer than two runs, every request failed, no
 output), each reason listed.
@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from tuiapp.bench import verdict as judge
+from tuiapp.common import verdict as judge
 
 # metric -> higher is better
 METRICS: dict[str, bool] = {"decode_tok_s": True, "output_tok_s": True, "ttft_s": False, "tpot_s": False}

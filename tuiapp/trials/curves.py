@@ -1,12 +1,12 @@
 """The ledger's Markdown for load curves: per trial, its verdict at each load and where its
-curve crosses the reference's. The verdicts themselves are tuiapp.bench.verdict's
+curve crosses the reference's. The verdicts themselves are tuiapp.common.verdict's
 (compare_points: per-run aggregate output tok/s per load, Holm over the loads)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from tuiapp.bench.verdict import load_label, load_of
+from tuiapp.common.verdict import load_label, load_of
 
 
 def curve_lines(rows: Any) -> list[str]:

@@ -1,7 +1,7 @@
 """The ledger: one row per trial, what it proved, saved after every trial.
 
 Each trial is compared with its reference (``baseline`` field: the trial it builds on,
-default the plan's baseline) by tuiapp.bench.verdict, the one owner of verdicts: Welch's
+default the plan's baseline) by tuiapp.common.verdict, the one owner of verdicts: Welch's
 t test on the per-run decode tok/s, "faster"/"slower" only at p < 0.05 and at least
 ``min_effect_pct`` (default 0.5%). A sweep trial is judged at its headline point (the
 plan's ``headline`` load, else the highest load that met the SLO, else the highest load),
@@ -24,14 +24,14 @@ from typing import Any
 
 from pydantic import BaseModel, Field
 
-from tuiapp.bench import verdict as judge
 from tuiapp.common import stats
+from tuiapp.common import verdict as judge
+from tuiapp.common.acceptance_compare import compare_positions
 from tuiapp.common.atomic_write import write_atomic
 from tuiapp.common.difftext import diff_text
 from tuiapp.common.numfmt import NA, gib, num
 from tuiapp.common.redact import mask
 from tuiapp.record.markdown import cell
-from tuiapp.trials.acceptance_compare import compare_positions
 from tuiapp.trials.curves import curve_lines
 
 OK = "ok"
@@ -59,7 +59,7 @@ class LedgerRow(BaseModel):
     mean_ttft_s: float | None = None
     accept_length: float | None = None
     # speculative acceptance per draft position (1 first), pooled and per run, and the Welch
-    # verdict per position against the reference (tuiapp.trials.acceptance_compare)
+    # verdict per position against the reference (tuiapp.common.acceptance_compare)
     accept_by_position: list[float | None] = Field(default_factory=list)
     runs_accept_by_position: list[list[float]] = Field(default_factory=list)
     accept_position_verdicts: list[dict[str, Any]] = Field(default_factory=list)
@@ -235,7 +235,7 @@ class Ledger:
 
     def rank(self, objective: str = "decode_tok_s") -> list[LedgerRow]:
         """Rank the rows that ran by their mean ``objective`` (per-run figures), best first; each
-        is compared with the best by tuiapp.bench.verdict.welch_compare, so a difference within
+        is compared with the best by tuiapp.common.verdict.welch_compare, so a difference within
         noise says so. An invalid row, or one that fails more requests than its reference
         (error verdict "worse"), can never be best: it ranks after every row that is neither."""
         def runs_of(r: LedgerRow) -> list[float]:

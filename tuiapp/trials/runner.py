@@ -15,10 +15,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 
-from tuiapp.bench.verdict import headline_point, invalid_reasons, load_of
 from tuiapp.bus import EventBus
+from tuiapp.common.acceptance_compare import pooled_by_position, runs_by_position
+from tuiapp.common.verdict import headline_point, invalid_reasons, load_of
 from tuiapp.events import BenchState, Note, TrialResult, TrialState, _Event
-from tuiapp.trials.acceptance_compare import pooled_by_position, runs_by_position
 from tuiapp.trials.collector import TrialCollector
 from tuiapp.trials.diff import config_diff, confound_warning, diff_dict, knobs
 from tuiapp.trials.flags import Flag

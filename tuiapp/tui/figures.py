@@ -12,7 +12,7 @@ from collections import Counter, deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from tuiapp.bench.points import percentile
+from tuiapp.common.stats import percentile
 from tuiapp.events import RequestDone
 
 LATENCY_WINDOW = 200  # requests behind the live percentiles: a point's worth at high load
@@ -32,7 +32,7 @@ _REASONS: tuple[tuple[str, re.Pattern[str]], ...] = (
 
 
 def is_failed(ev: RequestDone) -> bool:
-    """A failed request: by its outcome where the event carries one (bench/outcome.py: an
+    """A failed request: by its outcome where the event carries one (common/outcome.py: an
     empty or NaN stream is failed though the HTTP exchange was fine), else by ``ok``."""
     outcome = getattr(ev, "outcome", None)
     if outcome:

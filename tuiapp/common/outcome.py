@@ -32,10 +32,20 @@ Per-request timing names (bench/client.py computes them; one name each, everywhe
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal
+from typing import Literal, Protocol
 
-if TYPE_CHECKING:
-    from tuiapp.bench.client import RequestResult
+
+class RequestResult(Protocol):
+    """What :func:`classify` reads of a finished request (tuiapp.bench.client.RequestResult)."""
+
+    ok: bool
+    cancelled: bool
+    refused: bool
+    numerical_fault: bool
+    completion_tokens: int | None
+    http_status: int | None
+    connect_failed: bool
+    error: str | None
 
 Outcome = Literal["ok", "refused", "http_error", "aborted", "timeout", "stalled", "connection_lost",
                   "empty", "invalid", "cancelled"]

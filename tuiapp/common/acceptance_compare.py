@@ -2,7 +2,7 @@
 
 Each run's requests pool into one histogram (tuiapp.common.acceptance); a run gives one
 acceptance figure per position (accepted / observed steps). Per position both trials have,
-tuiapp.bench.verdict.welch_compare judges the per-run figures (higher is better), with Holm's
+tuiapp.common.verdict.welch_compare judges the per-run figures (higher is better), with Holm's
 correction over the positions; fewer than two runs a side is "n/a", never a guess.
 """
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from tuiapp.bench import verdict as judge
 from tuiapp.common import acceptance
+from tuiapp.common import verdict as judge
 
 
 def runs_by_position(runs: Iterable[tuple[Sequence[int] | None, Sequence[int] | None]]) -> list[list[float]]:
