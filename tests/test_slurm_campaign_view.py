@@ -59,6 +59,14 @@ async def test_key_c_opens_the_campaign_and_enter_a_trial():
         await pilot.pause()
         assert isinstance(app.screen, TrialScreen)
         assert controls.focused == []  # a finished trial has no server to show
+        await pilot.press("escape", "up", "up", "enter")  # tp16, running: the dashboard shows it alone
+        await pilot.pause()
+        assert controls.focused == ["tp16"] and not isinstance(app.screen, CampaignScreen)
+        await pilot.press("c")
+        await pilot.pause()
+        await pilot.press("a")  # every trial again
+        await pilot.pause()
+        assert controls.focused == ["tp16", None]
 
 
 class Controls:
@@ -70,24 +78,6 @@ class Controls:
     def focus_trial(self, name: str | None) -> bool:
         self.focused.append(name)
         return True
-
-
-async def test_enter_on_a_trial_in_flight_shows_it_on_the_dashboard():
-    session = Session(title="campaign", sources=[idle])
-    session.controls = Controls()
-    app = DashboardApp(session)
-    async with app.run_test(size=(160, 48)) as pilot:
-        await publish(pilot, session.bus, *JOBS)
-        await pilot.press("c")
-        await pilot.pause()
-        await pilot.press("enter")  # tp16, running
-        await pilot.pause()
-        assert session.controls.focused == ["tp16"] and not isinstance(app.screen, CampaignScreen)
-        await pilot.press("c")
-        await pilot.pause()
-        await pilot.press("a")
-        await pilot.pause()
-        assert session.controls.focused == ["tp16", None]
 
 
 def test_a_focus_keeps_other_trials_server_events_off_the_bus(tmp_path):
