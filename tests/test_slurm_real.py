@@ -147,6 +147,11 @@ def test_campaign_of_four_trials_two_in_flight(slurm_conf, tmp_path):
     assert two["error_ranks"] == [11]
     ranks_logged = {e["tp_rank"] for e in events if e.get("kind") == "log" and e.get("tp_rank") is not None}
     assert set(range(16)) <= ranks_logged  # both nodes' logs were followed: TP0-7 on n1, TP8-15 on n2
+    # GPUs per node: each node's agent (an extra srun step) wrote its samples back, named by node
+    gpus = {(e["node"], e["index"]) for e in events if e.get("kind") == "gpu"}
+    assert {node for node, _ in gpus} == {"n1", "n2"} and {i for _, i in gpus} == set(range(8))
+    two_dir = next((tmp_path / "ledger.slurm").glob("tp16-2nodes-*"))
+    assert all((two_dir / f"gpus-{node}.jsonl").stat().st_size > 0 for node in ("n1", "n2"))
     assert "cancelled by tuiapp: assertion" in two["slurm_reason"]
 
     # the OOM: cancelled within 5 s of its alert, by Slurm's own end time too

@@ -349,3 +349,44 @@ def test_a_job_slurm_ended_without_a_word_takes_slurms_reason():
     row = LedgerRow(name="t", status="oom", first_error="CUDA out of memory")  # the log said why: kept
     fill_slurm_fields(row, trial("CANCELLED"))
     assert (row.status, row.first_error, row.slurm_nodes) == ("oom", "CUDA out of memory", ["n1"])
+
+
+def test_a_simulated_non_head_node_serves_only_its_gpus():
+    """--nnodes 2 --node-rank 1: no SGLang API (503, it never starts uvicorn), its 8 GPUs on
+    --port + 1 for the node's GPU agent, and a clean exit on SIGTERM."""
+    import signal
+    import sys
+    import time
+
+    import httpx
+
+    from tuiapp.server.ports import free_port
+
+    port = free_port()
+    while True:  # port + 1 must be free too
+        try:
+            httpx.get(f"http://127.0.0.1:{port + 1}/", timeout=0.2)
+        except httpx.HTTPError:
+            break
+        port = free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "tuiapp.sim.server", "--model-path", "Qwen/Qwen3-8B", "--tp", "16",
+                             "--nnodes", "2", "--node-rank", "1", "--port", str(port), "--sim-speed", "50"],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        body = None
+        for _ in range(200):
+            try:
+                body = httpx.get(f"http://127.0.0.1:{port + 1}/sim/gpus", timeout=1).json()
+                break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        assert body is not None and len(body["gpus"]) == 8
+        assert httpx.get(f"http://127.0.0.1:{port + 1}/health", timeout=1).status_code == 503
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    assert proc.returncode == 0
+    assert "TP8]" in err and "TP0]" not in err and "Uvicorn running" not in err

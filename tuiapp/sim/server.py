@@ -431,8 +431,10 @@ class SimServer:
         loop = asyncio.get_running_loop()
         server = None
         try:
-            if self.head:
-                server = await serve(Api(self).handle, self.ns.host, self.ns.port)
+            # the head serves SGLang's API; another node only the simulator's own /sim/gpus (its
+            # SGLang endpoints answer 503: it never starts uvicorn), on --port plus its node rank,
+            # so emulated nodes on one host do not collide (tuiapp.slurm's GPU agent reads it there)
+            server = await serve(Api(self).handle, self.ns.host, self.ns.port + (0 if self.head else self.node_rank))
         except OSError as exc:
             self.log.uvicorn(f"[Errno {exc.errno}] {exc.strerror}", "ERROR")
             return 1
@@ -454,7 +456,8 @@ class SimServer:
             n = self.scheduler.num_running
             self.log.emit(f"Gracefully exiting... Remaining number of requests {n}. Remaining requests remaining_rids=[].")
             self.log.emit(f"kill_process_tree called: parent_pid={self.pid}, include_parent=False, pid={self.pid}")
-        if server is None:  # a non-head node: no uvicorn to stop
+        if not self.head:  # no uvicorn to stop
+            server.close()
             for t in (sched_task, startup):
                 t.cancel()
             return 0

@@ -2,8 +2,9 @@
 per interval on stdout (the batch script sends it to ``gpus-NODE.jsonl`` in the shared job
 directory), and ``follow_samples``: the submitting tuiapp's reader of that file.
 
-The sampler is tuiapp's own (NVML, the PCIe counters the dashboard shows); the node adds only
-its name. Where the plan names a dcgm-exporter (``[slurm] dcgm``), no agent runs.
+The sampler is tuiapp's own (NVML, the PCIe counters the dashboard shows; with ``--sim`` trials,
+the simulator's GPUs on the node); the node adds only its name. Where the plan names a
+dcgm-exporter (``[slurm] dcgm``), no agent runs.
 """
 
 from __future__ import annotations
@@ -20,13 +21,23 @@ from typing import Any
 FOLLOW_POLL_S = 0.5
 
 
-async def _sample(interval_s: float, kind: str) -> int:
+def sim_url_here() -> str | None:
+    """The simulator's GPUs on this node: its --port plus the node's rank (tuiapp.sim.server)."""
+    port, rank = os.environ.get("TUIAPP_PORT"), os.environ.get("SLURM_NODEID", "0")
+    if not port or not port.isdigit() or not rank.isdigit():
+        return None
+    return f"http://127.0.0.1:{int(port) + int(rank)}"
+
+
+async def _sample(interval_s: float, kind: str, sim_url: str | None = None) -> int:
     from tuiapp.events import GpuSample
     from tuiapp.telemetry import open_backend, run_gpu_sampler
 
     node = os.environ.get("SLURMD_NODENAME") or socket.gethostname()
+    if kind == "sim":
+        sim_url = sim_url or sim_url_here()
     try:
-        backend, note = await asyncio.to_thread(open_backend, kind)
+        backend, note = await asyncio.to_thread(open_backend, kind, sim_url=sim_url)
     except Exception as exc:  # noqa: BLE001 - no driver: say so once, on stderr
         backend, note = None, str(exc)
     if backend is None:
@@ -45,10 +56,12 @@ async def _sample(interval_s: float, kind: str) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tuiapp.slurm.gpu_agent")
     parser.add_argument("--interval-s", type=float, default=1.0)
-    parser.add_argument("--telemetry", default="nvml", choices=["nvml", "auto"])
+    parser.add_argument("--telemetry", default="nvml", choices=["nvml", "auto", "sim"],
+                        help="sim: the simulator's GPUs on this node (--sim trials)")
+    parser.add_argument("--sim-url", help="with --telemetry sim (default: from TUIAPP_PORT and SLURM_NODEID)")
     args = parser.parse_args(argv)
     try:
-        return asyncio.run(_sample(args.interval_s, args.telemetry))
+        return asyncio.run(_sample(args.interval_s, args.telemetry, args.sim_url))
     except KeyboardInterrupt:
         return 0
 

@@ -407,11 +407,10 @@ class SlurmTrial(PlanRunner):
         through the shared job directory."""
         if self.spec.dcgm or not self.spec.gpu_agent or self.options.telemetry == "off" or not self.spec.shared_fs:
             return None  # without a shared filesystem its files stay on the nodes: name dcgm instead
-        kind = "nvml" if self.options.telemetry in ("auto", "nvml") and self.options.sim_speed is None else "none"
-        if kind == "none":
-            return None  # the simulator's GPUs are read from its head over HTTP
+        # --sim: the simulator's GPUs on each node, through the same agent and files
+        sim = self.options.sim_speed is not None or self.options.telemetry == "sim"
         return [self.spec.python or sys.executable, "-m", "tuiapp.slurm.gpu_agent",
-                "--interval-s", f"{self.options.gpu_interval_s:g}"]
+                "--interval-s", f"{self.options.gpu_interval_s:g}", "--telemetry", "sim" if sim else "nvml"]
 
     def _telemetry(self, observe, nodes: list[str], url: str, http) -> list[asyncio.Task]:
         from tuiapp.telemetry import run_telemetry
@@ -422,10 +421,11 @@ class SlurmTrial(PlanRunner):
             urls = [self.spec.dcgm.format(node=node) for node in nodes]
             return [asyncio.create_task(run_telemetry(observe, "dcgm", dcgm_urls=urls,
                                                       interval_s=self.options.gpu_interval_s))]
-        if self.options.sim_speed is not None or self.options.telemetry == "sim":
-            return [asyncio.create_task(run_telemetry(observe, "sim", sim_url=url, sim_client=http.sync,
-                                                      interval_s=self.options.gpu_interval_s))]
         if self._agent_argv(url) is None:
+            if self.options.sim_speed is not None or self.options.telemetry == "sim":
+                # no agent (no shared filesystem): the head's simulated GPUs, over HTTP from here
+                return [asyncio.create_task(run_telemetry(observe, "sim", sim_url=url, sim_client=http.sync,
+                                                          interval_s=self.options.gpu_interval_s))]
             return []
         from tuiapp.slurm.gpu_agent import follow_samples
 
