@@ -429,7 +429,6 @@ class SimServer:
     # ------------------------------------------------------------ main
     async def main(self) -> int:
         loop = asyncio.get_running_loop()
-        server = None
         try:
             # the head serves SGLang's API; another node only the simulator's own /sim/gpus (its
             # SGLang endpoints answer 503: it never starts uvicorn), on --port plus its node rank,
