@@ -41,7 +41,7 @@ PANELS = ("header", "throughput", "acceptance", "latency", "gpus", "alerts", "tr
 HISTORY = 240  # points kept per series: enough for a 200-column sparkline
 GPU_HISTORY = 60
 LOG_LINES = 5000
-GAUGE_BUCKET_S = 5.0  # one chart column per this much event time (GaugeSeries)
+GAUGE_BUCKET_S = 10.0  # one chart column per this much event time (GaugeSeries)
 _ENDED = ("failed", "stopped")
 _LIVE_PHASES = ("preflight", "launching", "warming_up", "running", "stopping")
 

@@ -72,8 +72,8 @@ class Panel(Widget):
         series that only grew off-screen): the text is rendered and compared first, since
         a refresh costs Textual ~10x what building the Rich Text does."""
         version = self.view_version()
-        if not force and version == self.painted_version:
-            return
+        if not force and (version == self.painted_version or not self.size.area):
+            return  # unchanged, or not on screen (another layout's copy): painted when it shows
         now_s = time.monotonic()
         if not (force or urgent) and now_s - self._painted_s < self.min_interval_s:
             return  # painted a moment ago: the next frame after the interval shows it
