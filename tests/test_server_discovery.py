@@ -96,7 +96,7 @@ def test_launch_sends_the_standard_api_to_a_server_known_not_to_be_sglang():
 
 @pytest.fixture
 def failing_models_server():
-    proc = subprocess.Popen([sys.executable, "-m", "tuiapp.sim.testserver", "--port", "0", "--step-ms", "2",
+    proc = subprocess.Popen([sys.executable, "-m", "tuiapp.sim.testserver", "--port", "0", "--step-ms", "5",
                              "--openai-only", "--models-fail", "--pinned"], stdout=subprocess.PIPE, text=True)
     yield proc.stdout.readline().split()[-1]
     proc.terminate()
@@ -107,7 +107,7 @@ def failing_models_server():
 def test_attach_benchmarks_a_server_whose_models_list_fails(failing_models_server, tmp_path, flags):
     summary = tmp_path / "s.json"
     r = subprocess.run([sys.executable, "-m", "tuiapp", "attach", failing_models_server, *flags, "--headless",
-                        "--runs", "2", "--max-new-tokens", "8", "--telemetry", "off", "--summary", str(summary)],
+                        "--runs", "2", "--max-new-tokens", "24", "--telemetry", "off", "--summary", str(summary)],
                        capture_output=True, text=True, timeout=60)
     assert r.returncode == 0, r.stderr
     runs = json.loads(summary.read_text())["runs"]
@@ -118,9 +118,9 @@ def test_attach_benchmarks_a_server_whose_models_list_fails(failing_models_serve
 
 def test_launch_benchmarks_a_server_whose_models_list_fails(tmp_path: Path):
     port = free_port()
-    r = subprocess.run([sys.executable, "-m", "tuiapp", "launch", "--headless", "--runs", "2", "--max-new-tokens", "8",
+    r = subprocess.run([sys.executable, "-m", "tuiapp", "launch", "--headless", "--runs", "2", "--max-new-tokens", "24",
                         "--telemetry", "off", "--log", str(tmp_path / "server.log"), "--",
-                        sys.executable, "-m", "tuiapp.sim.testserver", "--port", str(port), "--step-ms", "2",
+                        sys.executable, "-m", "tuiapp.sim.testserver", "--port", str(port), "--step-ms", "5",
                         "--openai-only", "--models-fail", "--pinned"],
                        capture_output=True, text=True, timeout=90)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr

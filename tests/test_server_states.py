@@ -163,3 +163,81 @@ def test_the_watch_carries_the_logs_last_lines_and_gives_up_once():
     unbounded = ServerWatch(events.append, "http://h:1", wait_s=None)
     unbounded.lost("Connection refused")
     assert not unbounded.gave_up() and unbounded.remaining_s() is None
+
+
+# ---------------------------------------------------------------- the exit code of a job
+
+
+class _Loop:
+    """What attach's verdict reads of a finished BenchLoop."""
+
+    def __init__(self, settings, points, decode=(90.0,), gave_up=None):
+        from tuiapp.server.states import ServerWatch
+
+        self.settings, self.points, self._decode = settings, points, list(decode)
+        self.watch = ServerWatch(lambda _e: None, "http://h:1")
+        self.watch.gave_up_reason = gave_up
+
+    def decode_runs(self):
+        return self._decode
+
+
+def _point(i, requests, errors):
+    from tuiapp.events import PointDone
+
+    return PointDone(point_index=i, runs=1, requests=requests, errors=errors, duration_s=1.0)
+
+
+@pytest.mark.parametrize(("sweep", "points", "decode", "gave_up", "failed"), [
+    (None, [(0, 4, 0)], (90.0,), None, None),
+    (None, [(0, 4, 0)], (90.0,), "server unreachable for 60 s", "server unreachable for 60 s"),
+    (None, [], (), None, "no run produced a decode figure"),
+    ("concurrency=1,2,4", [(0, 4, 0), (1, 4, 4), (2, 4, 1)], (90.0,), None, "1 of 3 load points lost"),
+    ("concurrency=1,2,4", [(0, 4, 0)], (90.0,), None, "2 of 3 load points lost"),
+    ("concurrency=1,2,4", [(0, 4, 0), (1, 4, 0), (2, 4, 3)], (90.0,), None, None),
+])
+def test_a_job_with_lost_points_never_exits_0(sweep, points, decode, gave_up, failed):
+    from tuiapp.bench.settings import BenchSettings
+    from tuiapp.commands.attach import _failure
+
+    settings = BenchSettings(sweep=sweep) if sweep else BenchSettings()
+    why = _failure(_Loop(settings, [_point(*p) for p in points], decode, gave_up))
+    assert (why is None) is (failed is None) and (failed is None or why.startswith(failed)), why
+
+
+def test_a_search_with_an_empty_probe_fails():
+    from tuiapp.bench.settings import BenchSettings
+    from tuiapp.commands.attach import _failure
+
+    s = BenchSettings(find_max_load=True, slo_ttft_ms=100.0)
+    assert _failure(_Loop(s, [_point(0, 4, 0), _point(1, 4, 0)])) is None
+    assert "--find-max-load" in _failure(_Loop(s, [_point(0, 4, 0), _point(1, 4, 4)]))
+
+
+async def test_launch_says_what_it_waits_for_while_the_server_starts(monkeypatch, tmp_path):
+    """A launched server that is still starting (the simulator answers 503 before its modelled
+    uvicorn start): progress notes, then stopped cleanly."""
+    import asyncio
+
+    from tuiapp.server import launcher
+
+    monkeypatch.setattr(launcher, "PROGRESS_FIRST_S", 0.3)
+    monkeypatch.setattr(launcher, "PROGRESS_EVERY_S", 0.4)
+    events: list = []
+    server = launcher.ServerProcess(
+        [sys.executable, "-m", "tuiapp.sim.server", "--sim-speed", "0.5", "--port", str(free_port()),
+         "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"],
+        publish=events.append, log_path=tmp_path / "server.log", ready_timeout_s=600)
+    await server.start()
+    try:
+        waiting = asyncio.ensure_future(server.wait_ready())
+        for _ in range(100):
+            if len([e for e in events if isinstance(e, Note)]) >= 2:
+                break
+            await asyncio.sleep(0.1)
+        waiting.cancel()
+    finally:
+        await server.stop(sigint_timeout_s=2, sigterm_timeout_s=2)
+    notes = [e.text for e in events if isinstance(e, Note)]
+    assert len(notes) >= 2 and all(n.startswith("waiting for http://127.0.0.1:") for n in notes), notes
+    assert "of 600 s, --ready-timeout)" in notes[0] and ("HTTP 503" in notes[0] or "refused" in notes[0])

@@ -29,7 +29,7 @@ import httpx
 from tuiapp.common.http_clients import DEFAULT_TIMEOUT, async_client
 from tuiapp.common.redact import Redactor, known_secrets, redact_argv, remember, secret_values
 from tuiapp.common.ticks import until_tick_s
-from tuiapp.events import ServerState, ServerStateName, _Event
+from tuiapp.events import Note, ServerState, ServerStateName, _Event
 from tuiapp.server.command import api_key_from, server_host, server_port, server_url
 from tuiapp.server.output import OutputConsumer, OutputPump
 from tuiapp.server.ports import port_in_use
@@ -38,6 +38,8 @@ from tuiapp.server.states import readiness
 
 PIPE_BYTES = 1 << 20  # Linux's default pipe-max-size; the default 64 KiB fills in ~30 ms at 8 ranks' burst rate
 HEALTH_POLL_S = 0.5
+PROGRESS_FIRST_S = 10.0  # a start that takes longer gets a progress line, then one every
+PROGRESS_EVERY_S = 30.0
 TRACK_DESCENDANTS_S = 1.0  # while starting: ranks and helpers fork now
 TRACK_DESCENDANTS_READY_S = 5.0  # once serving the tree rarely changes
 KILL_WAIT_S = 5.0  # after SIGKILL: only a process stuck in the kernel takes longer
@@ -251,14 +253,23 @@ class ServerProcess:
             client = self._client
             if client is None:
                 client = await stack.enter_async_context(async_client(self._url, api_key=self._api_key))
+            next_line_s = PROGRESS_FIRST_S
             while self._state == "starting":
                 try:
                     # what "starting" and "ready" mean is one rule, for attach too (server/states.py)
-                    if await readiness(client, self._url, timeout_s=DEFAULT_TIMEOUT) is None:
+                    why = await readiness(client, self._url, timeout_s=DEFAULT_TIMEOUT)
+                    if why is None:
                         self._mark_ready("/health")
                         return
-                except httpx.HTTPError:
-                    pass
+                except httpx.HTTPError as exc:
+                    why = f"GET /health: {type(exc).__name__}"
+                waited_s = time.monotonic() - self._started_at_s
+                if waited_s >= next_line_s and self._state == "starting":
+                    # a real start takes minutes: a headless log says it is still waiting, and on what
+                    self._publish(Note(level="info", source="launcher", text=(
+                        f"waiting for {self._url} to be ready: {why} ({waited_s:.0f} s of"
+                        f" {self.ready_timeout_s:g} s, --ready-timeout)")))
+                    next_line_s = waited_s + PROGRESS_EVERY_S
                 await asyncio.sleep(until_tick_s(HEALTH_POLL_S))  # on the grid: the samplers' wake-ups
 
     def _mark_ready(self, how: str) -> None:
