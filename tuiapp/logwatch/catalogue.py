@@ -5,7 +5,8 @@ templates SGLang prints through ``logger.error`` / ``logger.exception`` / ``logg
 (its log format has no level, so the text is the only sign), the router/gateway's
 ``error!``, and the error reports of NCCL, torch c10 and the ROCm runtime. A template's
 literal head (the text before its first placeholder) is what a line must start with; heads
-are indexed by their first word, so a line costs one dict look-up and a few ``startswith``.
+are indexed by their first KEY_CHARS characters, so a line costs one dict look-up and a
+``startswith`` or two (indexed by first word, "Failed ..." lines tried hundreds of heads).
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import orjson
 CATALOGUE_PATH = Path(__file__).with_name("catalogue.json")
 MIN_HEAD_CHARS = 14  # shorter heads ("Error: ", "Failed to ") say too little on their own
 MIN_HEAD_WORDS = 2
+KEY_CHARS = 12  # <= MIN_HEAD_CHARS
 # logged at error level, but the diagnostics of a failure another line reports (the
 # scheduler watchdog's stack dump comes just before its timeout line)
 NOT_A_FAILURE = ("Pyspy ", "py-spy ")
@@ -29,19 +31,25 @@ def _index() -> dict[str, tuple[str, ...]]:
         data = orjson.loads(CATALOGUE_PATH.read_bytes())
     except (OSError, orjson.JSONDecodeError):
         return {}
-    by_word: dict[str, set[str]] = {}
+    by_key: dict[str, set[str]] = {}
     for t in data.get("templates", []):
         if t.get("level") not in ("error", "critical", "exception", "fatal"):
             continue
         head = t.get("head", "")
         if len(head) < MIN_HEAD_CHARS or len(head.split()) < MIN_HEAD_WORDS or head.startswith(NOT_A_FAILURE):
             continue
-        by_word.setdefault(head.split(" ", 1)[0], set()).add(head)
+        by_key.setdefault(head[:KEY_CHARS], set()).add(head)
     # longest first: the most specific template decides
-    return {w: tuple(sorted(h, key=len, reverse=True)) for w, h in by_word.items()}
+    return {k: tuple(sorted(h, key=len, reverse=True)) for k, h in by_key.items()}
+
+
+_heads: dict[str, tuple[str, ...]] | None = None
 
 
 def known_error(line: str) -> bool:
     """The line starts like an error message the sources print."""
-    heads = _index().get(line.partition(" ")[0])
+    global _heads
+    if _heads is None:
+        _heads = _index()
+    heads = _heads.get(line[:KEY_CHARS])
     return heads is not None and any(line.startswith(h) for h in heads)

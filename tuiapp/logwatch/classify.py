@@ -27,7 +27,7 @@ import re
 from dataclasses import dataclass, field
 
 from tuiapp.logwatch.catalogue import known_error
-from tuiapp.logwatch.generic import death_anywhere, generic_death, generic_error
+from tuiapp.logwatch.generic import death_anywhere, generic_death, generic_error, might_fail
 from tuiapp.logwatch.prefix import CPP_LOG_RE
 
 EXC_RE = re.compile(
@@ -410,16 +410,17 @@ def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule
         if not line or line.startswith(_NOT_A_FAILURE):
             continue
         raw = body[idx]
-        if generic_death(line) or (raw[:1] in "*>`" and generic_death(raw.strip())):  # "***" is no markdown
+        suspect = might_fail(line)
+        if suspect and (generic_death(line) or (raw[:1] in "*>`" and generic_death(raw.strip()))):  # "***" is no markdown
             return (_GENERIC_DEATH_RULE.prio, _GENERIC_DEATH_RULE, idx, line)
         if raw[:1] == "[" and (m := CPP_LOG_RE.match(raw) or _OLD_C10_RE.match(raw)) is not None and m.group(1) in "EF":
             # c10's own error level; the process group's lines belong to the collective burst
             return (_GLOO_RULE.prio, _GLOO_RULE, idx, line) if _C10_COLLECTIVE in m.group(0) else (
                 _GENERIC_RULE.prio, _GENERIC_RULE, idx, line)
-        if (generic_error(line) or known_error(line)) and not _CLIENT_ERROR_RE.match(line):
+        if ((suspect and generic_error(line)) or known_error(line)) and not _CLIENT_ERROR_RE.match(line):
             return (_GENERIC_RULE.prio, _GENERIC_RULE, idx, line)
     for idx, b in enumerate(body[:64]):
-        if death_anywhere(b):
+        if ("Reason:" in b or "__terminate" in b) and death_anywhere(b):
             return (_GENERIC_DEATH_RULE.prio, _GENERIC_DEATH_RULE, idx, b.strip())
     return None
 

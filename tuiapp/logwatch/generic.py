@@ -35,13 +35,9 @@ _LEVEL_RE = (
     # "[1784273406.68] [host:pid:tid]  file.c:452  UCX  ERROR  msg": bracketed fields, a source
     # location and a component before the level
     r"|(?:\[[^\]]{1,80}\]\s*){1,3}(?:[\w./-]+:\d+\s+)?(?:[A-Za-z]\w*\s+)?(?:ERROR|FATAL)\b"
-    # "srun: error: ...", "slurmstepd: error: ...", "[ts] error: *** STEP ... CANCELLED ***"
-    r"|(?:[\w.-]+: |\[[^\]]{1,40}\] )(?:error|fatal|ERROR|FATAL): \S"
     # Python's own failure headers (threading, socketserver, asyncio, the interpreter)
     r"|Exception (?:in thread \S|occurred during processing of request|in callback\b)"
     r"|(?:Task|Future) exception was never retrieved|Error in sys\.excepthook"
-    # an exception line whose message is empty ("...errors.ChildFailedError: " from torchrun)
-    r"|(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception):\s*$"
     # "<ts> - name - ERROR - msg", "<ts> | ERROR | msg" (loguru), "<ts> ERROR target: msg" (tracing),
     # "[Router (Python)] <ts> - ERROR - msg", "ERROR 05-15 18:58:58 [engine.py:448] msg" (vLLM's
     # format), "- name - ERROR -" once a collector took the time off
@@ -61,8 +57,6 @@ _PANIC_RE = (
     r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d|Check failure)"  # absl / glog failure handlers
     r"|Check failed: "
     r"|Abort was called at \d+ line in file:"  # Intel compute runtime
-    r"|(?:[\w.-]+: )?\S+:\d+: [^:]+: Assertion [`'].+[`'] failed\.?\s*$"  # C assert(): "prog: file:N: f: ..."
-    r"|\S+\.cu:\d+: [^\n]*Assertion [`'].+[`'] failed\."  # CUDA device-side assert
     r"|(?:Error|ERROR|FATAL|Fatal error|FATAL ERROR)(?: \w+)?[:!] +\S"
 )
 # the NVIDIA driver's own failure reports that carry no Xid (the GPU gone from the bus, its
@@ -111,6 +105,22 @@ _DEATH_RE = (
 # whatever the terminal shows, e.g. a tqdm bar)
 _ANYWHERE_RE = re.compile(r"Memory access fault by GPU node-\d+ \(Agent handle|HSA_STATUS_ERROR_\w+|"
                           r"NVRM: Xid |an illegal memory access was encountered")
+# Patterns that begin with any word: tried only when the line has what they need.
+_ANY_WORD = (
+    # "srun: error: ...", "slurmstepd: error: ...", "[ts] error: *** STEP ... CANCELLED ***"
+    r"(?:[\w.-]+: |\[[^\]]{1,40}\] )(?:error|fatal|ERROR|FATAL): \S"
+    # an exception line whose message is empty ("...errors.ChildFailedError: " from torchrun)
+    r"|(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception):\s*$"
+    r"|(?:[\w.-]+: )?\S+:\d+: [^:]+: Assertion [`'].+[`'] failed\.?\s*$"  # C assert(): "prog: file:N: f: ..."
+    r"|\S+\.cu:\d+: [^\n]*Assertion [`'].+[`'] failed\."  # CUDA device-side assert
+)
+_ANY_WORD_RE = re.compile(_ANY_WORD)
+# Every other pattern begins with a symbol, a digit or one of these words: a line that starts
+# otherwise (most of what a server prints) skips the big pattern.
+_SYM_START = frozenset("[(-|{:*!<0123456789")
+_WORD2 = frozenset({"ER", "CR", "FA", "EM", "AL", "Er", "Fa", "Cr", "Ex", "Ta", "Fu", "th", "pa", "fa", "Ch", "Ab",
+                    "CU", "cu", "NV", "ke", "Me", "HS", "hi", "HI", "ro", "MI", "RC", "am", "UR", "ZE", "PI", "i9",
+                    "xe", "Se"})
 GENERIC_ERROR_RE = re.compile(r"(?:" + _LEVEL_RE + "|" + _PANIC_RE + "|" + _DEVICE_RE + r")")
 GENERIC_DEATH_RE = re.compile(_DEATH_RE)
 # a level named anywhere in a logfmt or JSON record
@@ -130,9 +140,32 @@ RECORD_START_RE = re.compile(
 )
 
 
+# two-character starts of the death patterns; with _may_start, the lines worth a full look
+_DEATH2 = frozenset({"Ab", "Bu", "Fl", "Il", "Tr", "Fa", "**", "!!", "##", "==", "(r", "A ", "Th", "co", "[3"})
+
+
+def might_fail(line: str) -> bool:
+    """False for a line no generic pattern can match (most of what a server prints): the
+    patterns are then not tried at all."""
+    return (_may_start(line) or line[:2] in _DEATH2 or "core dumped" in line or "Assertion" in line
+            or "rror: " in line or "RROR: " in line or "atal: " in line or "ATAL: " in line
+            or line.endswith((":", ": ")) or "level=" in line or "Memory access" in line or "HSA_STATUS" in line
+            or "illegal memory" in line)
+
+
+def _may_start(line: str) -> bool:
+    c = line[:1]
+    if c in _SYM_START or line[:2] in _WORD2:
+        return True
+    return (c == "E" or c == "F") and (line[1:2].isdigit() or (c == "E" and line[1:2].isupper()))
+
+
 def generic_error(line: str) -> bool:
     """A candidate line that reports a failure in a format no family knows."""
-    if GENERIC_ERROR_RE.match(line):
+    if _may_start(line) and GENERIC_ERROR_RE.match(line):
+        return True
+    if ("Assertion" in line or "rror: " in line or "RROR: " in line or "atal: " in line or "ATAL: " in line
+            or line.endswith((":", ": "))) and _ANY_WORD_RE.match(line):
         return True
     if ("Memory access" in line or "HSA_STATUS" in line or "illegal memory" in line) and _ANYWHERE_RE.search(line):
         return True
