@@ -89,7 +89,7 @@ if [ ! -f "$gguf" ]; then
   if [ ! -f "$vendor/convert_hf_to_gguf.py" ]; then
     say "llama.cpp's converter from the llama-cpp-python 0.3.36 sdist"
     mkdir -p "$src"
-    "$ll/bin/pip" download "${PIP[@]}" --no-binary :all: llama-cpp-python==0.3.36 -d "$src" >&2
+    "$ll/bin/pip" download "${PIP[@]}" --no-deps --no-binary :all: llama-cpp-python==0.3.36 -d "$src" >&2
     tar xzf "$src/llama_cpp_python-0.3.36.tar.gz" -C "$src" llama_cpp_python-0.3.36/vendor/llama.cpp/conversion \
       llama_cpp_python-0.3.36/vendor/llama.cpp/convert_hf_to_gguf.py llama_cpp_python-0.3.36/vendor/llama.cpp/gguf-py
   fi
