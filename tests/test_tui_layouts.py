@@ -149,3 +149,18 @@ async def test_the_dashboard_ends_with_the_headless_summary_and_its_point_table(
     assert "base c=1" in head and "new c=4" in head  # a column per load, never pooled
     assert any(line.strip().startswith("Output token throughput (tok/s)") for line in table)
     assert any(line.strip().startswith("P99 TTFT (ms)") for line in table)
+
+
+async def test_a_finished_campaign_shows_its_best_trial_not_its_last_failure(tmp_path):
+    from tuiapp.events import TrialResult, TrialState
+
+    events = [
+        TrialState(t_s=1, name="base", index=0, total=2, phase="done"),
+        TrialResult(t_s=2, name="base", status="ok", row={"mean_decode_tok_s": 82.0, "sd_decode_tok_s": 0.2,
+                                                           "runs_decode_tok_s": [81.8, 82.2]}),
+        TrialState(t_s=3, name="fusion", index=1, total=2, phase="failed", message="RuntimeError: no arch"),
+        TrialResult(t_s=4, name="fusion", status="jit_arch", row={"first_error": "RuntimeError: no arch"}),
+    ]
+    classes, panels, text = await shown(tmp_path, events, (100, 30))
+    body = "\n".join(text)
+    assert "best base  82.0" in body and "FAILED" not in body

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from tuiapp.common.stats import percentile
@@ -90,14 +90,19 @@ class LatencyWindow:
         return out
 
 
-def rate_per_s(times_s: Iterable[float], now_s: float | None, window_s: float = RATE_WINDOW_S) -> float | None:
-    """Events per second over the last ``window_s`` of event time (or since the first)."""
+def rate_per_s(times_s: Sequence[float], now_s: float | None, window_s: float = RATE_WINDOW_S) -> float | None:
+    """Events per second over the last ``window_s`` of event time; ``times_s`` ascending."""
     if now_s is None:
         return None
-    recent = [t for t in times_s if t > now_s - window_s]
-    if not recent:
-        return 0.0
-    return len(recent) / window_s
+    # bisect: a deque indexes in O(1) near its ends and the window is its newest part
+    lo, hi = 0, len(times_s)
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if times_s[mid] > now_s - window_s:
+            hi = mid
+        else:
+            lo = mid + 1
+    return (len(times_s) - lo) / window_s
 
 
 @dataclass

@@ -51,8 +51,8 @@ class GaugeSeries(deque):
     """A chart series of a figure read every second or more often (the server's tok/s, running
     requests, KV usage, requests' TTFT and TPOT): one point per GAUGE_BUCKET_S of event time,
     the mean of its readings.
-    Its chart then shifts every 5 s instead of on every poll (a shift redraws every row of a
-    tall chart: at 160x48 that doubled the bytes sent to the terminal), and shows 5x the time."""
+    Its chart then shifts every 10 s instead of on every poll (a shift redraws every row of a
+    tall chart: at 160x48 that doubled the bytes sent to the terminal), and shows 10x the time."""
 
     def __init__(self) -> None:
         super().__init__((), HISTORY)
@@ -103,13 +103,13 @@ class DashboardStore:
         self.bench_state: BenchState | None = None
         # perf
         self.request_tok_s: deque[float | None] = deque(maxlen=HISTORY)
-        self.run_tok_s = GaugeSeries()  # at concurrency 1 a run every few seconds: 5 s means too
+        self.run_tok_s = GaugeSeries()  # at concurrency 1 a run every few seconds: charted per GAUGE_BUCKET_S too
         self.last_run_tok_s: float | None = None  # kept across trials, as last_run_trial
         self.server_tok_s = GaugeSeries()
-        self.server_tok_s_now: float | None = None  # the latest reading (the chart shows 5 s means)
+        self.server_tok_s_now: float | None = None  # the latest reading (the chart shows GAUGE_BUCKET_S means)
         self.accept_length: deque[float | None] = deque(maxlen=HISTORY)
         self.accept_rate: deque[float | None] = deque(maxlen=HISTORY)
-        # charted per 5 s of event time too (their mean): a request a second at high load
+        # charted per GAUGE_BUCKET_S of event time too (their mean): a request a second at high load
         # would otherwise redraw the whole chart every frame
         self.ttft_s = GaugeSeries()
         self.tpot_s = GaugeSeries()

@@ -49,14 +49,14 @@ class ThroughputPanel(_PerfPanel):
 
     def render(self) -> Text:
         s = self.store
-        failure = s.failure()
+        # The names in the series' colours are the charts' legend.
+        best = s.best_result() if s.finished else None
+        failure = s.failure() if best is None else None  # a finished campaign shows its best, not its last failure
         if failure is not None:  # a failed start: its reason where the eye is, not in a details window
             return self._failed(failure)
         req = s.last_request
         run = s.last_run
         mean, sd, ci95, n = s.run_stats()
-        # The names in the series' colours are the charts' legend.
-        best = s.best_result() if s.finished else None
         if best is not None:  # the campaign is over: its result, not the last trial's n/a
             row = best.row
             lines = [
