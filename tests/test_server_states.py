@@ -241,3 +241,18 @@ async def test_launch_says_what_it_waits_for_while_the_server_starts(monkeypatch
     notes = [e.text for e in events if isinstance(e, Note)]
     assert len(notes) >= 2 and all(n.startswith("waiting for http://127.0.0.1:") for n in notes), notes
     assert "of 600 s, --ready-timeout)" in notes[0] and ("HTTP 503" in notes[0] or "refused" in notes[0])
+
+
+async def test_health_up_while_the_model_list_says_starting_is_waited_for(fake_sglang):
+    """/health answers 200 while /v1/models still says 503 "Server is starting" (the case
+    issue 40 met): not ready until the model list answers."""
+    from tuiapp.server.states import wait_until_ready
+
+    srv = await fake_sglang()
+    srv.models_starting = 3
+    lines: list[str] = []
+    async with httpx.AsyncClient() as client:
+        await wait_until_ready(client, srv.url, timeout_s=30, progress=lines.append, poll_s=0.01)
+    assert srv.models_starting == 0
+    assert "to be ready: GET /v1/models: HTTP 503: " in lines[0] and "Server is starting" in lines[0], lines
+    assert lines[-1].startswith(f"{srv.url} is ready after ")

@@ -2,8 +2,8 @@
 
 - **starting**: the connection is refused, or the server answers 503, or a 200 whose body
   says it is starting: wait, with a progress line, bounded by ``--ready-timeout``;
-- **ready**: ``/health`` answers 200 (a server without ``/health``: ``/v1/models`` answers
-  and does not say it is starting);
+- **ready**: neither ``/health`` nor ``/v1/models`` says it is starting (a server without
+  ``/health`` is ready when ``/v1/models`` answers);
 - **unreachable** after it was serving: one incident at once (a ``crash`` alert when the
   connection is refused, with the last lines of the followed log), the header's state is
   ``unreachable``; a headless job gives up after ``--server-wait-s`` with exit 1;
@@ -65,11 +65,16 @@ async def readiness(client: httpx.AsyncClient, base_url: str, timeout_s: Any = 5
     except httpx.RemoteProtocolError:
         return "connection closed before an answer"
     why = starting_reason(resp.status_code, resp.text)
-    if why is not None or resp.status_code == 200:
-        return why and f"GET /health: {why}"
-    # no /health (404) or one that fails: /v1/models says whether an OpenAI server is up
+    if why is not None:
+        return f"GET /health: {why}"
+    health_up = resp.status_code == 200
+    # /health up, absent (404) or failing: /v1/models says whether the model is served yet
+    # (a server may answer /health while its model still loads: 503 "Server is starting";
+    # with /health up, only a model list that says so holds it back)
     resp = await client.get(base_url + "/v1/models", timeout=timeout_s)
     why = starting_reason(resp.status_code, resp.text)
+    if why is not None and health_up and not any(w in why.lower() for w in STARTING_WORDS):
+        return None
     return why and f"GET /v1/models: {why}"
 
 

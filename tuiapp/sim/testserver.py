@@ -66,6 +66,7 @@ class FakeSGLang:
     interrupt: bool = False  # a new request ends the running stream ([DONE], no finish reason)
     models_fail: bool = False  # GET /v1/models answers 500 (transformers serve 5.17 without its hub cache)
     pinned: bool = False  # a request naming another model than ``model`` gets 400 (transformers serve MODEL)
+    models_starting: int = 0  # the next N GET /v1/models answer 503 "Server is starting" (/health is up)
     max_running: int = 0  # 0: no cap
     max_queued: int = 0  # with max_running: how many may wait for a slot
     queue_full: str = "429"  # 429 | 503 | abort: how a request beyond the queue is refused
@@ -129,6 +130,9 @@ class FakeSGLang:
             return conn.respond(200, b"Cache flushed.\n", "text/plain")
         if path == "/metrics" and self.metrics:
             return conn.respond(200, self._metrics_text(), "text/plain; version=0.0.4")
+        if path == "/v1/models" and self.models_starting > 0:
+            self.models_starting -= 1
+            return conn.respond(503, b'{"detail": "Server is starting"}')
         if path == "/v1/models" and self.models_fail:
             return conn.respond(500, b"Internal Server Error", "text/plain")
         if path == "/v1/models":
