@@ -96,8 +96,9 @@ _HTTP_500 = '" 500 '  # ...a failure only when the server answered 500
 _SHUTDOWN_RE = re.compile(r"SIGTERM received\b|Received SIGTERM\b")
 _WARN_RE = re.compile(
     r"(?:WARNING|Warning|WARN)\b|\S+\.py:\d+: \w*Warning: |Setup Custom allreduce failed"
-    r"|TorchSymmMemCommunicator: |.*\bis deprecated\b"
+    r"|TorchSymmMemCommunicator: "
 )
+_DEPRECATED = " is deprecated"  # anywhere in the line: a substring test, not a ".*" scan of every record
 
 
 @dataclass(slots=True)
@@ -619,6 +620,6 @@ def _level(head: str) -> str:
             return {"E": "error", "F": "error", "W": "warning"}.get(m.group(1), "info")
     if head.startswith("ERROR"):
         return "error"
-    if _WARN_RE.match(head):
+    if _WARN_RE.match(head) or _DEPRECATED in head or head.startswith(_DEPRECATED[1:]):
         return "warning"
     return "info"
