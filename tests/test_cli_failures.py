@@ -32,7 +32,7 @@ def _one_line(text: str) -> str:
 
 
 @pytest.mark.parametrize("args, says", [
-    (["attach"], "tuiapp attach: error: the following arguments are required: url"),
+    (["attach"], "tuiapp attach: error: attach needs the server's URL (or --slurm-job ID)"),
     (["attach", "http://x", "--concurrency", "many"], "tuiapp attach: error: argument --concurrency"),
     (["logscan"], "tuiapp logscan: error:"),
     (["nosuch"], "tuiapp: error: argument COMMAND: invalid choice"),

@@ -419,12 +419,7 @@ def test_launch_groups_cover_every_option():
             assert (option_name(action), choice) in used, f"launch {option_name(action)} {choice}: in no group"
 
 
-@pytest.mark.parametrize("group", [
-    *[g for g in LAUNCH_GROUPS if g != "search"],
-    pytest.param("search", marks=pytest.mark.xfail(strict=True, reason=(
-        "launch --find-max-load ends 'error: no run completed' though its probes ran: the ledger row of a"
-        " search (issue 45, reported in notes/to-lead.md)"))),
-])
+@pytest.mark.parametrize("group", list(LAUNCH_GROUPS))
 def test_launch_options_run_together(world, group):
     argv = world.argv("launch", LAUNCH_GROUPS[group], validate=False)
     code, out, err = call(argv, validate=False)

@@ -9,7 +9,10 @@ Rates of a point (open loop; docs/load-curves.md):
   offered = the rate of the arrivals drawn (a Poisson draw of 32 is not exactly R)
   sent    = requests sent / sending time: did the client keep its own schedule
   served  = successful requests / the time they took to come back ((n - 1) / first-to-last
-            finish, pooled over runs, as sent is measured over sends): what the server did
+            finish, pooled over runs, as sent is measured over sends): what the server did.
+            The first tenth of a run's finishes is left out: the first requests meet an empty
+            server, the last ones the queue that random arrivals built, and that difference
+            (not the server's rate) would stretch a short run's finish span near capacity
   client lag = a request's send time - its scheduled time; open-loop TTFT and e2e include
             it, so queueing behind --max-concurrency or a slow client is latency, not hidden
 Closed loop: served = successful requests / wall time.
@@ -85,7 +88,9 @@ class PointTally:
         if dues_s and len(dues_s) > 1:
             self.due_spans.append((len(dues_s), dues_s[-1] - dues_s[0]))
         if finishes_s and len(finishes_s) > 1:
-            self.finish_spans.append((len(finishes_s), max(finishes_s) - min(finishes_s)))
+            warm = sorted(finishes_s)[len(finishes_s) // 10:]
+            if len(warm) > 1:
+                self.finish_spans.append((len(warm), warm[-1] - warm[0]))
 
     def add(self, r: RequestResult) -> None:
         outcome = classify(r)

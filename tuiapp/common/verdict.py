@@ -243,9 +243,12 @@ def meets_goal(point: Any, *, good_share: float = GOOD_SHARE) -> tuple[bool, str
 def headline_point(points: Sequence[dict[str, Any]], want: str | None = None) -> dict[str, Any] | None:
     """A sweep trial's headline: the point ``want`` names ("concurrency=64", "request_rate=8"),
     else the highest load that met the SLO (meets_goal), else, without an SLO, the highest
-    load; never a pool of all loads. None when no point qualifies (want absent, or an SLO
-    that no load met)."""
+    load; never a pool of all loads. A --find-max-load trial's probes are its points (its
+    headline is the largest load that passed). None when no point qualifies (want absent, or
+    an SLO that no load met)."""
     usable = [p for p in points if load_of(p) is not None and not p.get("search_probe")]
+    if not usable:  # a --find-max-load trial: its probes are its points
+        usable = [p for p in points if load_of(p) is not None]
     if want:
         name, _, value = want.partition("=")
         return next((p for p in usable if load_of(p) == (name, float(value))), None)
