@@ -1,6 +1,7 @@
 """The generic layer under the family rules (generic.py), the collectors' envelopes it relies
-on, the error catalogue from the sources, knock-ons joining their cause, and the three
-out-of-sample rounds (tests/data/logs_oos, logs_oos2, logs_oos3) held to their hand-written labels."""
+on, the error catalogue from the sources, knock-ons joining their cause, and the four
+out-of-sample rounds (tests/data/logs_oos, logs_oos2, logs_oos3, logs_oos4) held to their
+hand-written labels."""
 
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from tuiapp.logwatch.envelope import EnvelopeDetector
 from tuiapp.logwatch.watcher import LogWatcher
 
 DATA = Path(__file__).parent / "data"
-ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3"]
+ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4"]
 # known misses, kept failing on purpose (strict: the test says so when one starts to pass)
 KNOWN_MISSES = {"q29_http_server_exception_during_request_indented":
                 "a paste indented as a whole: no envelope takes a uniform indent off (tracebacks are indented too)"}
@@ -47,14 +48,14 @@ def scan_text(text: str) -> list[dict]:
 def test_each_round_is_what_its_readme_says() -> None:
     for d in ROUNDS:
         logs = sorted(d.glob("*.log"))
-        assert len(logs) >= 30
+        assert len(logs) >= (14 if d.name == "logs_oos4" else 30)  # the fourth round is a small one
         readme = (d / "README.md").read_text()
         assert {p.stem for p in logs} == {line.split(" | ")[0][2:] for line in readme.splitlines()
                                           if line.startswith("| ") and not line.startswith("| excerpt")
                                           and not line.startswith("| ---")}
         cats = {labels(p)["category"] for p in logs}
         assert {"accelerator", "process", "collector"} <= cats
-        assert sum(1 for p in logs if not labels(p)["failures"]) >= 7  # decoys
+        assert sum(1 for p in logs if not labels(p)["failures"]) >= 4  # decoys
 
 
 @pytest.mark.parametrize("log", OOS, ids=lambda p: p.stem if isinstance(p, Path) else str(p))
