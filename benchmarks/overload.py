@@ -121,6 +121,7 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=200.0, help="the flood's offered rate, req/s")
     ap.add_argument("--output-tokens", type=int, default=16)
     ap.add_argument("--sim-step-ms", type=float, help="the simulator's decode step (default: its model's)")
+    ap.add_argument("--probe-runs", type=int, default=1, help="runs a --find-max-load probe makes (tuiapp's default: 3)")
     ap.add_argument("--probe-requests", type=int, default=0,
                     help="requests a --find-max-load probe sends (default: tuiapp's, 8 s of arrivals)")
     a = ap.parse_args()
@@ -160,7 +161,7 @@ def main() -> None:
             probe = ["--requests-per-run", str(a.probe_requests)] if a.probe_requests else []
             t0 = time.monotonic()
             data = attach(srv.url, tmp / "search.json", "--request-rate", str(start), "--find-max-load", "--slo", SLO,
-                          *probe, "--runs", "1", *tokens)
+                          *probe, "--runs", str(a.probe_runs), *tokens)
             search_s = time.monotonic() - t0
             after = measure()
             capacity = (before[1] + after[1]) / 2
@@ -169,7 +170,7 @@ def main() -> None:
             print(f"capacity (no queue bound), {12 * streams} requests, before / after the search: closed loop"
                   f" ({streams} streams) {before[0]:.1f} / {after[0]:.1f} req/s; open loop (sent at 3x)"
                   f" {before[1]:.1f} / {after[1]:.1f} req/s")
-            print(f"  attach --request-rate {start} --find-max-load --slo {SLO} {' '.join(probe)} --runs 1"
+            print(f"  attach --request-rate {start} --find-max-load --slo {SLO} {' '.join(probe)} --runs {a.probe_runs}"
                   f" ({search_s:.0f} s): {answer.get('text')}")
             ratio = f"{found / capacity:.2f}" if found and capacity else "n/a"
             print(f"  answer / capacity = {ratio}")
