@@ -113,7 +113,7 @@ def test_closed_pty_ends_the_tui_and_its_server(tmp_path, how):
     proc = _spawn(argv, pty, controlling=how != "no-controlling-tty")
     try:
         app, server = _tuiapp_and_server(psutil.Process(proc.pid))
-        assert pty.wait_for(b"decode tok/s", 60), pty.screen[-2000:]
+        assert pty.wait_for(b"per stream", 60), pty.screen[-2000:]
         assert pty.wait_for(b"READY", 60) or pty.wait_for(b"RUNNING", 1)
         time.sleep(1.0)
         pty.hang_up()
@@ -143,7 +143,7 @@ def test_sigterm_works_after_the_terminal_is_gone(tmp_path):
     proc = _spawn(_launch_argv(tmp_path), pty, controlling=False)
     try:
         app, server = _tuiapp_and_server(psutil.Process(proc.pid))
-        assert pty.wait_for(b"decode tok/s", 60)
+        assert pty.wait_for(b"per stream", 60)
         # Stop reading: the pty's buffer fills and every write blocks, as on a stalled SSH link.
         pty.reading = False
         time.sleep(3.0)

@@ -31,7 +31,7 @@ async def test_kept_lines_render_like_fresh_ones():
     session = Session(title="log", sources=[idle])
     app = DashboardApp(session)
     async with app.run_test(size=(160, 48)) as pilot:
-        tail = app.dashboard.query_one("#log-wide", LogTail)
+        tail = app.dashboard.query_one("#log", LogTail)  # one server: the log under the charts
         n = 0
 
         async def add(count: int) -> None:
