@@ -41,4 +41,4 @@ def test_the_printer_summary_is_unchanged() -> None:
         p.handle(_run(i))
     assert all(isinstance(r, RunFigures) for r in p.runs)
     text = p.summary()
-    assert "3 runs" in text and "trial t:" in text and "output tok/s mean 330.0" in text
+    assert "3 runs" in text and "trial t:" in text and "output tok/s/aggregate over runs: mean 330.0" in text
