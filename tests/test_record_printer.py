@@ -74,3 +74,23 @@ def test_nodes_first_error_cancelled_and_other_servers() -> None:
     assert "ALERT    oom error new nodes=node1,node2 ranks=0,8" in text
     assert "errors=2 (HTTP 422: Unexpected fields in the request: {'x'} more)" in text
     assert "1 request (1 failed, 1 cancelled)" in p.summary()
+
+
+def test_the_summary_says_why_a_start_failed_and_tabulates_loads_unpooled() -> None:
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "data" / "tui"))
+    import modes
+
+    p = Printer(io.StringIO())
+    for ev in modes.failed_launch():
+        p.handle(ev)
+    assert "result launch: failed (port 30000 on 127.0.0.1 is in use" in p.summary()
+    p = Printer(io.StringIO())
+    for ev in modes.curve():
+        p.handle(ev)
+    text = p.summary()
+    assert "over runs (all runs)" not in text  # a sweep's loads are never pooled
+    rows = {line.split("  ")[1].strip(): line for line in text.splitlines() if line.startswith("  ") and "  " in line[2:]}
+    assert "Output token throughput (tok/s)" in rows and "Median TTFT (ms)" in rows

@@ -184,6 +184,7 @@ class Printer:
         self.requests_cancelled = 0  # cut off by our own stop: neither done nor failed
         self.notes = Counter[str]()
         self.trial_results: list[TrialResult] = []
+        self.trial_failures: dict[str, str] = {}  # trial -> why it failed (a failed start's reason)
         self.server_state: str | None = None
         self.server_message = ""  # a failed start's reason, for the summary
         self.server_version: str | None = None
@@ -284,6 +285,8 @@ class Printer:
             case Alert():
                 self._alert(ev)
             case TrialState():
+                if ev.phase == "failed" and ev.message:
+                    self.trial_failures[ev.name] = ev.message
                 self._print(ev.t_s, "trial", f"{ev.index + 1}/{ev.total} {ev.name} {ev.phase} {ev.message}".rstrip())
             case TrialResult():
                 self.trial_results.append(ev)
@@ -392,7 +395,8 @@ class Printer:
                 lines.append(f"  output {AGGREGATE} over runs: mean {mean(outs):.1f}")
         lines += points_table(self.points)  # a sweep's loads side by side, never pooled
         for res in self.trial_results:
-            lines.append(f"  result {res.name}: {res.status}")
+            why = self.trial_failures.get(res.name) if res.status != "ok" else None
+            lines.append(f"  result {res.name}: {res.status}" + (f" ({_short(why)})" if why else ""))
         if self.server_state is not None:
             lines.append(f"  server: last state {self.server_state}" + (f", sglang {self.server_version}" if self.server_version else "")
                          + (f": {_short(self.server_message)}" if self.server_state == "failed" and self.server_message else ""))
