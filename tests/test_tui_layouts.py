@@ -27,7 +27,23 @@ MODES = {
                                                  "#gpus", "#alerts", "#trials"]),
     "curve": (modes.curve, ["#header", "#progress", "#throughput", "#latency", "#curve", "#gpus", "#alerts",
                             "#trials"]),
+    # a replay is laid out as its session was, with the timeline
+    "replay": (lambda: read_events(CAMPAIGN), ["#header", "#progress", "#throughput", "#latency", "#gpus",
+                                               "#alerts", "#trials", "#timeline"]),
 }
+
+
+class PausedReplay:
+    """A replay held at 22:37 of 1:00:00: only the timeline reads it."""
+
+    playing, speed, position_s, duration_s = False, 4.0, 1357.0, 3600.0
+
+    def play(self) -> None: ...
+    def pause(self) -> None: ...
+    def set_speed(self, speed: float) -> None: ...
+    def seek(self, position_s: float) -> None: ...
+    def step(self) -> None: ...
+    def next_alert(self) -> None: ...
 
 
 def screen_text(app) -> list[str]:
@@ -44,10 +60,12 @@ async def settle(app, pilot, expected: int) -> None:
     await pilot.pause()
 
 
-async def shown(tmp_path, events, size):
+async def shown(tmp_path, events, size, replay=None):
     path = tmp_path / "events.jsonl"
     path.write_bytes(b"".join(dump_event(e) + b"\n" for e in events))
-    app = DashboardApp(preview_session(path))
+    session = preview_session(path)
+    session.replay = replay
+    app = DashboardApp(session)
     async with app.run_test(size=size) as pilot:
         await settle(app, pilot, len(events))
         screen = app.dashboard
@@ -67,7 +85,7 @@ class Shown:
 @pytest.mark.parametrize("mode", list(MODES))
 async def test_each_mode_shows_its_panels_at_each_size(tmp_path, mode, size):
     make, promised = MODES[mode]
-    classes, panels, text = await shown(tmp_path, make(), size)
+    classes, panels, text = await shown(tmp_path, make(), size, PausedReplay() if mode == "replay" else None)
     width, height = size
     for panel_id in promised:
         assert panel_id in panels, (mode, size, panel_id, sorted(panels))
@@ -92,7 +110,8 @@ async def test_each_mode_shows_its_panels_at_each_size(tmp_path, mode, size):
         assert "output tok/s aggregate" in body and "TTFT ms p50=A p99=a" in body
     if mode == "attach":
         assert "#log" not in panels and "#log-wide" not in panels  # no log: the charts take its rows
-    assert f"-mode-{'single' if mode in ('attach', 'launch') else mode}" in classes
+    expected = {"attach": "single", "launch": "single", "replay": "campaign"}.get(mode, mode)
+    assert f"-mode-{expected}" in classes
 
 
 async def test_a_failed_launch_shows_its_reason_in_the_main_panel(tmp_path):
