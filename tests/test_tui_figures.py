@@ -54,3 +54,21 @@ def test_percentiles_are_of_the_current_load_only():
     assert s.latency.percentiles_ms()["TTFT"] == [200.0, 280.0, 298.0]
     s.apply(PointDone(point_index=0, concurrency=1, runs=1, requests=3, duration_s=3.0))
     assert len(s.latency) == 0  # the next load starts empty
+
+
+def test_a_gauge_series_is_one_point_per_10_s_and_moves_only_when_its_chart_would():
+    from tuiapp.tui.store import GAUGE_BUCKET_S, GaugeSeries
+
+    g = GaugeSeries()
+    g.add(0.0, 10.0)
+    v = g.version
+    g.add(1.0, 10.0)  # the same mean: the chart is the same, so is the version
+    assert list(g) == [10.0] and g.version == v
+    g.add(2.0, 40.0)
+    assert list(g) == [20.0] and g.version != v  # the mean of the column's readings
+    g.add(GAUGE_BUCKET_S + 0.5, None)  # a new column with no reading yet: a gap
+    assert list(g) == [20.0, None]
+    g.gap()
+    g.add(2 * GAUGE_BUCKET_S, 5.0)
+    assert list(g) == [20.0, None, None, 5.0]
+    assert GaugeSeries().version[0] != g.version[0]  # a new series (a replay seek) never matches an old chart

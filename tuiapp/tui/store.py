@@ -8,6 +8,7 @@ Textual-free on purpose.
 
 from __future__ import annotations
 
+import itertools
 import statistics
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -42,6 +43,7 @@ HISTORY = 240  # points kept per series: enough for a 200-column sparkline
 GPU_HISTORY = 60
 LOG_LINES = 5000
 GAUGE_BUCKET_S = 10.0  # one chart column per this much event time (GaugeSeries)
+_SERIES = itertools.count()
 _ENDED = ("failed", "stopped")
 _LIVE_PHASES = ("preflight", "launching", "warming_up", "running", "stopping")
 
@@ -56,6 +58,8 @@ class GaugeSeries(deque):
 
     def __init__(self) -> None:
         super().__init__((), HISTORY)
+        # (this series, its changes): a chart of it is drawn again only when it moved
+        self.version = (next(_SERIES), 0)
         self._bucket: int | None = None
         self._sum = 0.0
         self._n = 0
@@ -65,13 +69,21 @@ class GaugeSeries(deque):
         if bucket != self._bucket or not self:
             self._bucket, self._sum, self._n = bucket, 0.0, 0
             self.append(None)
+            self._moved()
         if value is not None:
             self._sum += value
             self._n += 1
-            self[-1] = self._sum / self._n
+            mean = self._sum / self._n
+            if mean != self[-1]:
+                self[-1] = mean
+                self._moved()
+
+    def _moved(self) -> None:
+        self.version = (self.version[0], self.version[1] + 1)
 
     def gap(self) -> None:
         """A break in the line (a new trial): the next reading starts a new point."""
+        self._moved()
         self.append(None)
         self._bucket = None
 

@@ -31,9 +31,18 @@ class _PerfPanel(Panel):
         """One series per chart, with its name and scale on a y axis in the series' colour;
         zero-based unless told otherwise (a zoomed axis turns noise into a cliff)."""
         scale.setdefault("floor", 0.0)
+        # A series that counts its changes (GaugeSeries) redraws its chart only when it moved:
+        # the figures above change every second, the chart every 10 s.
+        version = getattr(values, "version", None)
+        key = (rows, self.size.width, self.tone(tone), version, tuple(sorted(scale.items())))
+        charts = self.__dict__.setdefault("_charts", {})
+        cached = charts.get(name)
+        if version is not None and cached is not None and cached[0] == key:
+            return cached[1]
         out = []
         for axis, bars in fmt.axis_chart(values, self.size.width, rows, name, label_w=self.axis_w, **scale):
             out.append(self._line((axis, tone), (bars, tone)))
+        charts[name] = (key, out)
         return out
 
     def _join(self, lines: list[Text]) -> Text:
