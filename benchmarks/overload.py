@@ -9,10 +9,12 @@ Two servers per target, both with --max-running-requests R (default 4):
   2. capacity: no queue bound. Measured by a client of its own (raw httpx /generate streams,
      no tuiapp code), before and after the search: closed-loop saturation (2R streams back to
      back: successful requests / first send to last finish) and open-loop saturation (requests
-     sent one at a time at 3x that, far above capacity: successful finishes per second over the
-     middle half, tests/test_overload.py saturation_req_s). Capacity = the open-loop figure,
-     the mean of before and after. Then `tuiapp attach --find-max-load` from a quarter of it;
-     printed: the answer, capacity and their ratio.
+     sent one at a time at 1.5x that for --capacity-s seconds, above capacity so its queue never
+     empties: successful finishes per second over the middle half, tests/test_overload.py
+     saturation_req_s). A burst (3x for under 2 s) is also printed: it lets a server batch
+     prefills that arrivals spread over time do not, so it overstates what arrivals get served.
+     Capacity = the sustained open-loop figure, the mean of before and after. Then `tuiapp
+     attach --find-max-load` from a quarter of it; printed: the answer, capacity and their ratio.
 
     python benchmarks/overload.py                                    # the simulator
     python benchmarks/overload.py --target real                      # the real SGLang CPU server
@@ -121,6 +123,7 @@ def main() -> None:
     ap.add_argument("--rate", type=float, default=200.0, help="the flood's offered rate, req/s")
     ap.add_argument("--output-tokens", type=int, default=16)
     ap.add_argument("--sim-step-ms", type=float, help="the simulator's decode step (default: its model's)")
+    ap.add_argument("--capacity-s", type=float, default=12.0, help="seconds of arrivals of the sustained capacity")
     ap.add_argument("--probe-runs", type=int, default=1, help="runs a --find-max-load probe makes (tuiapp's default: 3)")
     ap.add_argument("--probe-requests", type=int, default=0,
                     help="requests a --find-max-load probe sends (default: tuiapp's, 8 s of arrivals)")
@@ -153,7 +156,12 @@ def main() -> None:
             # measured before and after the search: a shared box's load moves a server's pace
             def measure() -> tuple[float, float]:
                 closed = asyncio.run(closed_loop_saturation_req_s(srv.url, streams, 12 * streams, a.output_tokens))
-                opened = asyncio.run(open_loop_saturation_req_s(srv.url, 3 * closed, 12 * streams, a.output_tokens))
+                burst = asyncio.run(open_loop_saturation_req_s(srv.url, 3 * closed, 12 * streams, a.output_tokens))
+                rate = 1.5 * closed
+                opened = asyncio.run(open_loop_saturation_req_s(srv.url, rate, round(rate * a.capacity_s),
+                                                                a.output_tokens))
+                print(f"  capacity: closed loop {closed:.1f}, burst at 3x {burst:.1f}, sustained at 1.5x for"
+                      f" {a.capacity_s:g} s {opened:.1f} req/s", flush=True)
                 return closed, opened
 
             before = measure()
@@ -167,8 +175,8 @@ def main() -> None:
             capacity = (before[1] + after[1]) / 2
             answer = data.get("max_load") or {}
             found = answer.get("request_rate")
-            print(f"capacity (no queue bound), {12 * streams} requests, before / after the search: closed loop"
-                  f" ({streams} streams) {before[0]:.1f} / {after[0]:.1f} req/s; open loop (sent at 3x)"
+            print(f"capacity (no queue bound), before / after the search: closed loop ({streams} streams)"
+                  f" {before[0]:.1f} / {after[0]:.1f} req/s; sustained open loop (sent at 1.5x for {a.capacity_s:g} s)"
                   f" {before[1]:.1f} / {after[1]:.1f} req/s")
             print(f"  attach --request-rate {start} --find-max-load --slo {SLO} {' '.join(probe)} --runs {a.probe_runs}"
                   f" ({search_s:.0f} s): {answer.get('text')}")
