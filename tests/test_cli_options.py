@@ -14,6 +14,7 @@ import contextlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -247,8 +248,11 @@ class World:
             return ["compare", *self.summaries, *opts]
         if cmd == "replay":  # validate: the dashboard's path, where the session would start
             return ["replay", str(RECORDING), *opts] + ([] if validate else ["--headless"])
-        if cmd == "report":
-            return ["report", str(RECORDING), *opts]
+        if cmd == "report":  # a copy: without -o the report is written beside its recording
+            copy = self.tmp / RECORDING.name
+            if not copy.exists():
+                shutil.copyfile(RECORDING, copy)
+            return ["report", str(copy), *opts]
         raise AssertionError(f"no base command line for {cmd!r}: add one")
 
 

@@ -116,8 +116,10 @@ def fastchat_server(tmp_path_factory):
         for name, argv in argvs.items():
             log = logs / f"{name}.log"
             with open(log, "wb") as out:
+                # FastChat writes its own log files into LOGDIR (default: the working directory)
                 procs.append((subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
-                                               env=peer_env(root), start_new_session=True), log))
+                                               env={**peer_env(root), "LOGDIR": str(logs)}, cwd=logs,
+                                               start_new_session=True), log))
         url = f"http://127.0.0.1:{api}"
         wait_for(url + "/v1/models", procs, lambda r: r.status_code == 200 and r.json().get("data"))
         yield url
