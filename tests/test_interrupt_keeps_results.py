@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tuiapp.server.ports import free_port
+
 DATA = Path(__file__).parent / "data" / "trials"
 
 
@@ -81,3 +83,13 @@ def test_ctrl_c_during_a_plan_keeps_the_finished_trials_in_the_ledger(tmp_path):
     assert code == 130, out
     rows = json.loads(ledger.read_text())
     assert [(r["name"], r["status"]) for r in rows][:1] == [("only", "ok")] and len(rows[0]["runs_decode_tok_s"]) == 2
+
+
+def test_ctrl_c_during_launch_find_max_load_prints_the_answer_so_far(tmp_path):
+    port = free_port()
+    code, out = interrupted(["launch", "--headless", "--telemetry", "off", "--find-max-load", "--slo", "ttft_ms=5000",
+                             "--runs", "1", "--max-new-tokens", "30", "--log", str(tmp_path / "server.log"), "--",
+                             sys.executable, "-m", "tuiapp.sim.testserver", "--port", str(port), "--step-ms", "2"],
+                            after="probe 1 streams: passed", cwd=tmp_path)
+    assert code == 130, out
+    assert "max load meeting the SLO: at least 1 streams" in out and "(interrupted: the answer so far)" in out

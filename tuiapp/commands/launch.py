@@ -136,11 +136,15 @@ def run_single_trial(trial, args: argparse.Namespace, *, record_path, log_path, 
     options = RunnerOptions(telemetry=args.telemetry, log_file=log_path, preflight=preflight,
                             host_samples=host_samples_wanted(args))
     ledger = Ledger()
-    session, _runner = build_trials_session(plan, [trial], ledger, options, title=trial.name,
-                                            record_path=record_path)
+    session, runner = build_trials_session(plan, [trial], ledger, options, title=trial.name,
+                                           record_path=record_path)
     session.header["mode"] = "launch"
     session.metrics = metrics_args.start(args)
     code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
+    from tuiapp.common.errors import EXIT_INTERRUPTED
+
+    if code == EXIT_INTERRUPTED and runner.max_load:  # --find-max-load cut short: the answer so far
+        print(f"{runner.max_load['text']} (interrupted: the answer so far)", flush=True)
     if log_path.exists():  # nothing was launched when preflight refused the command
         print(f"server log: {log_path}")
     return code

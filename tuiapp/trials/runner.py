@@ -64,6 +64,7 @@ class PlanRunner:
         self.on_done = on_done
         self.current: str | None = None
         self.bench = None  # the current BenchLoop (controls pause/resume it)
+        self.max_load: dict | None = None  # the last trial's --find-max-load answer, complete or not
         self.server = None  # the current ServerProcess
         self._user_stopped = False
         self._tasks: set[asyncio.Task] = set()  # keep fire-and-forget stops referenced
@@ -199,6 +200,8 @@ class PlanRunner:
         try:
             outcome = await self._launch_and_bench(cfg, argv, url, api_key, observe, state, collector)
         finally:
+            if self.bench is not None and self.bench.max_load is not None:
+                self.max_load = self.bench.max_load  # --find-max-load's answer so far: Ctrl-C keeps it
             self.current, self.bench, self.server = None, None, None
         if outcome == "stopped":
             return None
