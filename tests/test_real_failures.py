@@ -205,7 +205,7 @@ def test_a_refused_request_shows_the_servers_reason(server, tmp_path):
         code = job.wait(timeout_s=120)
         out = job.stdout + job.stderr
         assert re.search(r"is longer than the model's context length \(4096 tokens\)", out), out[-3000:]
-        assert code == 1  # no run produced a decode figure
+        assert code == 1  # no request of any run succeeded
     finally:
         job.cleanup()
     assert httpx.get(server.url + "/health", timeout=5).status_code == 200

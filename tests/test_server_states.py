@@ -174,12 +174,13 @@ class _Loop:
     def __init__(self, settings, points, decode=(90.0,), gave_up=None):
         from tuiapp.server.states import ServerWatch
 
-        self.settings, self.points, self._decode = settings, points, list(decode)
+        from types import SimpleNamespace
+
+        self.settings, self.points = settings, points
+        # a run per decode figure, each with a request served
+        self.results = [SimpleNamespace(requests=4, errors=0, decode_tok_s=d) for d in decode]
         self.watch = ServerWatch(lambda _e: None, "http://h:1")
         self.watch.gave_up_reason = gave_up
-
-    def decode_runs(self):
-        return self._decode
 
 
 def _point(i, requests, errors):
@@ -191,7 +192,7 @@ def _point(i, requests, errors):
 @pytest.mark.parametrize(("sweep", "points", "decode", "gave_up", "failed"), [
     (None, [(0, 4, 0)], (90.0,), None, None),
     (None, [(0, 4, 0)], (90.0,), "server unreachable for 60 s", "server unreachable for 60 s"),
-    (None, [], (), None, "no run produced a decode figure"),
+    (None, [], (), None, "no request of any run succeeded"),
     ("concurrency=1,2,4", [(0, 4, 0), (1, 4, 4), (2, 4, 1)], (90.0,), None, "1 of 3 load points lost"),
     ("concurrency=1,2,4", [(0, 4, 0)], (90.0,), None, "2 of 3 load points lost"),
     ("concurrency=1,2,4", [(0, 4, 0), (1, 4, 0), (2, 4, 3)], (90.0,), None, None),
