@@ -172,9 +172,9 @@ class _Loop:
     """What attach's verdict reads of a finished BenchLoop."""
 
     def __init__(self, settings, points, decode=(90.0,), gave_up=None):
-        from tuiapp.server.states import ServerWatch
-
         from types import SimpleNamespace
+
+        from tuiapp.server.states import ServerWatch
 
         self.settings, self.points = settings, points
         # a run per decode figure, each with a request served
