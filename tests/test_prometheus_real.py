@@ -111,7 +111,7 @@ def test_prometheus_scrapes_the_live_session(tmp_path, prometheus):
         assert runs and float(runs[0]["value"][1]) >= 3, runs
         at = time.time()
         job.send_signal(signal.SIGINT)
-        assert job.wait(timeout=60) == 0
+        assert job.wait(timeout=60) == 130  # Ctrl-C: what was measured is kept, the exit says it was cut short
     finally:
         if job is not None and job.poll() is None:
             job.kill()

@@ -192,7 +192,7 @@ def test_sim_gpus_counters_and_memory(sim):
     b = httpx.get(sim.url + "/sim/gpus", timeout=10).json()
     assert b["t_s"] > a["t_s"] and len(b["gpus"]) == 8
     keys = {"index", "uuid", "name", "mem_total_bytes", "mem_used_bytes", "mem_reserved_bytes", "util_pct", "power_w",
-            "temp_c", "sm_clock_mhz", "pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max",
+            "power_limit_w", "temp_c", "sm_clock_mhz", "pcie_gen", "pcie_width", "pcie_gen_max", "pcie_width_max",
             "pcie_tx_bytes_total", "pcie_rx_bytes_total"}
     si = httpx.get(sim.url + "/server_info", timeout=10).json()["internal_states"][0]["memory_usage"]
     for ga, gb in zip(a["gpus"], b["gpus"], strict=True):

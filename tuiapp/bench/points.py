@@ -10,9 +10,11 @@ Rates of a point (open loop; docs/load-curves.md):
   sent    = requests sent / sending time: did the client keep its own schedule
   served  = successful requests / the time they took to come back ((n - 1) / first-to-last
             finish, pooled over runs, as sent is measured over sends): what the server did.
-            The first tenth of a run's finishes is left out: the first requests meet an empty
+            The first tenth of a run is left out of both sides: the first requests meet an empty
             server, the last ones the queue that random arrivals built, and that difference
-            (not the server's rate) would stretch a short run's finish span near capacity
+            (not the server's rate) would stretch a short run's finish span near capacity. So
+            served = offered x (rate of the last nine tenths of the successful finishes / rate of
+            the last nine tenths of the schedule): the two rates over matching windows
   client lag = a request's send time - its scheduled time; open-loop TTFT and e2e include
             it, so queueing behind --max-concurrency or a slow client is latency, not hidden
 Closed loop: served = successful requests / wall time.
@@ -71,7 +73,8 @@ class PointTally:
     run_decode_tok_s: list[float] = field(default_factory=list)
     send_spans: list[tuple[int, float]] = field(default_factory=list)  # (requests sent, first-to-last send s)
     due_spans: list[tuple[int, float]] = field(default_factory=list)  # the same of the drawn schedule
-    finish_spans: list[tuple[int, float]] = field(default_factory=list)  # the same of successful finishes
+    finish_spans: list[tuple[int, float]] = field(default_factory=list)  # successful finishes, first tenth left out
+    warm_due_spans: list[tuple[int, float]] = field(default_factory=list)  # the schedule, first tenth left out
 
     def add_run(self, done: list[RequestResult], wall_s: float, output_tok_s: float | None,
                 sends_s: list[float] | None = None, dues_s: list[float] | None = None,
@@ -87,10 +90,12 @@ class PointTally:
             self.send_spans.append((len(sends_s), max(sends_s) - min(sends_s)))
         if dues_s and len(dues_s) > 1:
             self.due_spans.append((len(dues_s), dues_s[-1] - dues_s[0]))
-        if finishes_s and len(finishes_s) > 1:
+        if finishes_s and len(finishes_s) > 1 and dues_s and len(dues_s) > 1:
             warm = sorted(finishes_s)[len(finishes_s) // 10:]
-            if len(warm) > 1:
+            due = dues_s[len(dues_s) // 10:]
+            if len(warm) > 1 and len(due) > 1:
                 self.finish_spans.append((len(warm), warm[-1] - warm[0]))
+                self.warm_due_spans.append((len(due), due[-1] - due[0]))
 
     def add(self, r: RequestResult) -> None:
         outcome = classify(r)
@@ -142,7 +147,11 @@ def point_event(index: int, s: BenchSettings, tally: PointTally, trial: str | No
     open_loop = s.request_rate is not None
     sent = _rate(tally.send_spans) if open_loop else (counted / wall_s if wall_s > 0 else None)
     if open_loop:
-        served = _rate(tally.finish_spans) if good > 1 else (good / wall_s if wall_s > 0 else None)
+        offered, finished, scheduled = _rate(tally.due_spans), _rate(tally.finish_spans), _rate(tally.warm_due_spans)
+        if offered and finished and scheduled:
+            served = offered * finished / scheduled
+        else:
+            served = good / wall_s if wall_s > 0 else None
         if served is not None and sent is not None:
             served = min(served, sent)  # a burst of finishes is not a rate above what was sent
     else:
