@@ -229,21 +229,6 @@ async def test_sglang_refusals_of_a_full_queue_are_counted_as_refused(queue_sims
     assert running and max(running) <= 4
 
 
-@pytest.mark.slow
-async def test_find_max_load_lands_within_20_percent_of_the_simulators_capacity():
-    # a server of 4 running requests that queues the rest: its capacity under arrivals one at a
-    # time measured on its own (flooded, the steady state), then the search from a quarter of it
-    with SimProcess([*SIM, "--max-running-requests", "4"]) as sim:
-        sim.wait_ready()
-        closed_req_s = await closed_loop_capacity_req_s(sim.url, 8, max_new_tokens=16)
-        capacity_req_s = await saturation_req_s(sim.url, 3 * closed_req_s, 96, 16)
-        s = settings(request_rate=round(capacity_req_s / 4), requests_per_run=48, find_max_load=True,
-                     slo_ttft_ms=2000, max_new_tokens=16, max_search_points=8)
-        loop, _ = await run_loop(sim.url, s)
-    answer = loop.max_load
-    assert answer["bracketed"], answer["text"]
-    ratio = answer["request_rate"] / capacity_req_s
-    assert 0.8 <= ratio <= 1.2, (answer["text"], capacity_req_s, closed_req_s)
 
 
 async def test_max_running_requests_caps_the_batch():
