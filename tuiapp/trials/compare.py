@@ -80,10 +80,6 @@ def load(path: Path) -> dict[str, Group]:
     raise CompareError(f"{path}: not a recording, a ledger or a summary")
 
 
-def _load_key(point: dict[str, Any]) -> tuple[str, float] | None:
-    return judge.load_of(point)
-
-
 def _floats(values: Any, where: str) -> list[float]:
     if not isinstance(values, list) or not all(isinstance(x, (int, float)) and not isinstance(x, bool)
                                                 for x in values):
@@ -96,7 +92,7 @@ def _points_into(g: Group, points: list[Any], where: str) -> None:
     for point in points:
         if not isinstance(point, dict) or point.get("search_probe"):
             continue
-        key = _load_key(point)
+        key = judge.load_of(point)
         if key is None:
             continue
         g.points[key] = point
@@ -164,7 +160,7 @@ def _recording(path: Path) -> dict[str, Group]:
                     runs[metric].append(value)
         elif ev.kind == "point" and not ev.search:
             g = groups.setdefault(ev.trial or "session", Group())
-            key = _load_key(ev.model_dump())
+            key = judge.load_of(ev.model_dump())
             if key is not None:
                 g.points[key] = ev.model_dump()
     for g in groups.values():
@@ -180,7 +176,7 @@ def _summary(path: Path, data: Any) -> dict[str, Group]:
     if len(points) > 1:  # a sweep: its top-level runs mix loads; the points hold them apart
         _points_into(g, points, str(path))
     else:
-        key = _load_key(points[0]) if points else None
+        key = judge.load_of(points[0]) if points else None
         runs = g.runs(key)
         for i, run in enumerate(data["runs"]):
             if not isinstance(run, dict) or (run.get("errors") and run.get("decode_tok_s") is None):
