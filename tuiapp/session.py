@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from tuiapp.bus import EventBus
+from tuiapp.common.task_stop import stop_tasks
 from tuiapp.controls import LiveControls, ReplayControls
 from tuiapp.events import DENSE_KINDS, Note
 
@@ -92,9 +93,9 @@ class Session:
             await asyncio.wait(ends, return_when=asyncio.FIRST_COMPLETED)
         finally:
             trimmer.cancel()
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            if stuck := await stop_tasks(tasks):
+                self.bus.publish(Note(level="warning", source="session",
+                                      text=f"{len(stuck)} source(s) ignored their stop; left running"))
             for end in ends[1:]:
                 end.cancel()
             if self.on_stop is not None:

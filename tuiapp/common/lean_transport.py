@@ -80,6 +80,11 @@ async def _within(coro, timeout_s: float | None):
         if not expired:
             raise
         take_back_cancel(task)
+        # Our timer and someone else's cancel can land in one pass of the loop: the task then
+        # sees one CancelledError for both, and turning it into a timeout would lose theirs
+        # (a helper told to stop would run on, and whoever awaits it would wait for ever).
+        if getattr(task, "cancelling", lambda: 0)():
+            raise
         raise asyncio.TimeoutError from None
     finally:
         handle.cancel()

@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from tuiapp.common.task_stop import stop_tasks
 from tuiapp.events import Alert, Note, RequestDone, RunDone, ServerState, TrialJob, _Event
 from tuiapp.slurm.jobs import Slurm, slurm_command
 from tuiapp.slurm.query import JobInfo, SlurmError
@@ -242,9 +243,7 @@ class SlurmTrial(PlanRunner):
                 if task.get_name() != "log":
                     task.cancel()
             await asyncio.wait(helpers, timeout=5.0) if helpers else None
-            for task in helpers:
-                task.cancel()
-            await asyncio.gather(*helpers, return_exceptions=True)
+            await stop_tasks(helpers)
             if http is not None:
                 await http.aclose()
             if self.info is not None:

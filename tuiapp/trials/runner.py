@@ -17,6 +17,7 @@ from pathlib import Path
 
 from tuiapp.bus import EventBus
 from tuiapp.common.acceptance_compare import pooled_by_position, runs_by_position
+from tuiapp.common.task_stop import stop_tasks
 from tuiapp.common.verdict import headline_point, invalid_reasons, load_of
 from tuiapp.events import BenchState, Note, TrialResult, TrialState, _Event
 from tuiapp.trials.collector import TrialCollector
@@ -331,9 +332,9 @@ class PlanRunner:
             await asyncio.sleep(0.05)  # the last output reaches the watcher
             watcher.flush()
             relay.close()
-            for task in helpers:
-                task.cancel()
-            await asyncio.gather(*helpers, return_exceptions=True)
+            if stuck := await stop_tasks(helpers):
+                observe(Note(level="warning", source="trials",
+                             text=f"{cfg.name}: {len(stuck)} helper task(s) ignored their stop; left running"))
             await http.aclose()
 
     def _gpu_interval_s(self) -> float:  # the simulator's start-up cadence (FAST_AFTER_READY_S)
