@@ -99,6 +99,11 @@ class ServerStats(_Event):
     retractions_total: int | None = None
     dp_imbalance_ratio: float | None = None
     spec_num_steps: int | None = None
+    # the server's own start-up breakdown (tuiapp.common.startup_phases): phase -> seconds, CUDA
+    # graph phase -> seconds, start-up work done after ready; sent when first seen or changed
+    startup_phases_s: dict[str, float] | None = None
+    startup_cuda_graph_s: dict[str, float] | None = None
+    post_startup_s: float | None = None
 
 
 AlertKind = Literal[

@@ -272,6 +272,7 @@ def run(args: argparse.Namespace) -> int:
     from tuiapp.common.atomic_write import write_atomic
     from tuiapp.common.errors import EXIT_INTERRUPTED, UsageError
     from tuiapp.common.http_clients import ServerClient
+    from tuiapp.common.startup_phases import Latest
     from tuiapp.events import Note, ServerState
     from tuiapp.server.info import ServerUnreachable
     from tuiapp.server.metrics_poll import run_metrics_poller
@@ -339,9 +340,15 @@ def run(args: argparse.Namespace) -> int:
             done.set()
         session.finish(0 if _failure(loop) is None else 1)
 
+    startup = Latest()  # the server's own start-up breakdown, for the summary
+
     async def metrics_source(bus: Any) -> None:
+        def publish(event: Any) -> None:
+            startup.observe(event)
+            bus.publish(event)
+
         await run_metrics_poller(
-            bus.publish, url, api_key=args.api_key, interval_s=args.metrics_interval, stop=done,
+            publish, url, api_key=args.api_key, interval_s=args.metrics_interval, stop=done,
             client=http.aio,
         )
 
@@ -354,6 +361,8 @@ def run(args: argparse.Namespace) -> int:
     session.metrics = metrics_args.start(args)
     code = run_session(session, headless=args.headless, theme=args.theme, screenshot_dir=args.screenshot_dir)
     summary = loop.summary()
+    if startup:
+        summary["server_startup"] = startup.as_json()
     if code == EXIT_INTERRUPTED:  # Ctrl-C: what was measured is kept, and marked as cut short
         summary["interrupted"] = True
         if summary.get("max_load"):  # --find-max-load's answer from the probes done so far

@@ -25,7 +25,7 @@ from prometheus_client import (
     start_http_server,
 )
 
-from tuiapp.common import acceptance
+from tuiapp.common import acceptance, startup_phases
 from tuiapp.events import (
     Alert,
     BenchSummary,
@@ -162,6 +162,10 @@ class MetricsEndpoint:
                                       "DP attention's token imbalance over the last poll window", registry=r)
         self.server_spec_steps = Gauge("tuiapp_server_spec_steps",
                                        "Speculative steps the server uses now (adaptive budgets move it)", registry=r)
+        self.server_startup = Gauge("tuiapp_server_startup_seconds",
+                                    "The server's own start-up time by phase (they nest: tokenizer_e2e is the"
+                                    " total); after_ready: start-up work done after ready", ["phase"], registry=r)
+        self._startup = startup_phases.Latest()
         lp = ["trial", "load"]  # load: "concurrency=16" or "request_rate=4"
         self.point_output = Gauge("tuiapp_point_output_tokens_per_second",
                                   "A load point's aggregate output rate (its runs pooled)", lp, registry=r)
@@ -239,6 +243,12 @@ class MetricsEndpoint:
                                  (self.server_imbalance, event.dp_imbalance_ratio),
                                  (self.server_spec_steps, event.spec_num_steps)):
                 _set(gauge, value)
+            if self._startup.observe(event):
+                self.server_startup.clear()  # a restarted server's phases replace the last ones
+                for phase, seconds in startup_phases.parts(self._startup.phases, self._startup.graphs):
+                    self.server_startup.labels(phase).set(seconds)
+            if self._startup.post_startup_s is not None:
+                self.server_startup.labels("after_ready").set(self._startup.post_startup_s)
         elif isinstance(event, PointDone):
             self._point(event)
         elif isinstance(event, Note):

@@ -14,6 +14,7 @@ import time
 from collections import Counter
 from typing import Any, TextIO
 
+from tuiapp.common import startup_phases
 from tuiapp.common.labels import AGGREGATE, PER_STREAM, REQ_S
 from tuiapp.common.numfmt import GIB, num
 from tuiapp.common.redact import mask
@@ -30,6 +31,7 @@ from tuiapp.events import (
     RunFigures,
     ServerInfo,
     ServerState,
+    ServerStats,
     TrialResult,
     TrialState,
     _Event,
@@ -192,6 +194,7 @@ class Printer:
         self._next_gpu_line_t_s: float | None = None
         self._anon_alerts = 0
         self._info_seen: set[tuple[Any, ...]] = set()
+        self.startup = startup_phases.Latest()  # the server's own start-up breakdown
 
     async def run(self, sub: Any) -> None:
         async for event in sub:
@@ -255,6 +258,9 @@ class Printer:
                     ev.t_s, "info",
                     f"sglang {ev.version or 'n/a'} model={ev.model_path or 'n/a'} tp={ev.tp_size or 'n/a'}{spec}",
                 )
+            case ServerStats():
+                if self.startup.observe(ev):  # the server's own account of the launch, after its ready line
+                    self._print(ev.t_s, "server", "startup " + self.startup.text(with_post=False))
             case RunDone():
                 self.runs.append(RunFigures(ev))
                 self._print(ev.t_s, "run", run_line(ev))
@@ -400,6 +406,8 @@ class Printer:
         if self.server_state is not None:
             lines.append(f"  server: last state {self.server_state}" + (f", sglang {self.server_version}" if self.server_version else "")
                          + (f": {_short(self.server_message)}" if self.server_state == "failed" and self.server_message else ""))
+        if self.startup:
+            lines.append("  server startup: " + self.startup.text())
         if self.notes:
             lines.append("  notes: " + ", ".join(f"{k} x{n}" for k, n in sorted(self.notes.items())))
         return "\n".join(lines)

@@ -28,3 +28,16 @@ def sample_line_pattern(names: Iterable[str]) -> re.Pattern[str]:
         re.escape(SERVER_PREFIX[:-1]) + "[" + re.escape(SERVER_PREFIX[-1] + ESCAPED_PREFIX[-1]) + "]("
         + "|".join(re.escape(s) for s in suffixes)
         + r")(?:\{(.*)\})?[ \t]+(\S+)(?:[ \t]+\S+)?[ \t]*\r?$", re.M)
+
+
+# Start-up families, each with a ``phase`` label (durations in seconds). SGLang 0.5.23 emits
+# the first two (phases load_weight, kv_cache_allocation, scheduler_e2e, tokenizer_e2e; graph
+# phases prefill, decode, target_verify, draft_prefill, draft_decode, draft_extend); the main
+# branch adds the phases of its start-up registry to the first (distributed_init, JIT, a
+# ``draft_`` prefix for the draft model's work; they nest, so they do not sum to the total) and
+# counts start-up work done after ready (lazy JIT) in the third
+# (observability/startup_phase_registry.py, startup_time.py, test_metrics.py).
+STARTUP_TIME = "sglang:startup_time_seconds"
+STARTUP_CUDA_GRAPH_TIME = "sglang:startup_cuda_graph_time_seconds"
+POST_STARTUP_TIME_TOTAL = "sglang:post_startup_time_seconds_total"
+STARTUP_FAMILIES = (STARTUP_TIME, STARTUP_CUDA_GRAPH_TIME, POST_STARTUP_TIME_TOTAL)

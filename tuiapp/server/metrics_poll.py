@@ -31,7 +31,14 @@ from tuiapp.common.ticks import until_tick_s, wait_stop
 from tuiapp.events import Note, ServerStats
 from tuiapp.server.info import decode_side
 from tuiapp.server.loads_poll import LoadsSource
-from tuiapp.server.metric_names import SERVER_PREFIX, sample_line_pattern
+from tuiapp.server.metric_names import (
+    POST_STARTUP_TIME_TOTAL,
+    SERVER_PREFIX,
+    STARTUP_CUDA_GRAPH_TIME,
+    STARTUP_FAMILIES,
+    STARTUP_TIME,
+    sample_line_pattern,
+)
 from tuiapp.server.wedge import RankLoad, WedgeDetector
 
 Publish = Callable[[Any], None]
@@ -67,9 +74,11 @@ SERVER_INFO_EVERY_S = 2.0
 METRICS_ABSENT = "/metrics not exported (SGLang needs --enable-metrics): no running, queued or KV figures"
 
 
-_ALL = {**_WANTED, **_COUNTED}
+_ALL = {**_WANTED, **_COUNTED, **dict.fromkeys(STARTUP_FAMILIES)}
 _LINE_RE = sample_line_pattern(_ALL)
 _DP_RE = re.compile(r'(?:^|,)\s*dp_rank="((?:[^"\\]|\\.)*)"')
+# a phase name is shown and exported as it comes: anything but a plain identifier is no reading
+_PHASE_RE = re.compile(r'(?:^|,)\s*phase="([A-Za-z0-9_.:-]{1,64})"')
 _TP_RE = re.compile(r'(?:^|,)\s*tp_rank="((?:[^"\\]|\\.)*)"')
 
 
@@ -144,6 +153,33 @@ def parse_metrics(text: str | list) -> dict[str, Any]:
         out["accept_rate"] = None
     if out.get("spec_num_steps") == 0:
         out["spec_num_steps"] = None  # 0.5.23 exports it on every server, 0 without speculation
+    return out
+
+
+def parse_startup(text: str | list) -> dict[str, Any]:
+    """The ServerStats start-up fields (tuiapp.common.startup_phases): per phase, the longest of
+    its series (ranks start in parallel: the slowest is the critical path, as SGLang aggregates
+    them); start-up work after ready summed over phases."""
+    per: dict[str, dict[str, float]] = {name: {} for name in STARTUP_FAMILIES}
+    for name, labels, raw in _scan(text) if isinstance(text, str) else text:
+        if name not in per or not labels:
+            continue
+        phase = _PHASE_RE.search(labels)
+        try:
+            value = float(raw)
+        except ValueError:
+            continue
+        if phase is None or not math.isfinite(value) or value < 0:
+            continue
+        family = per[name]
+        family[phase.group(1)] = max(family.get(phase.group(1), 0.0), value)
+    out: dict[str, Any] = {}
+    if per[STARTUP_TIME]:
+        out["startup_phases_s"] = per[STARTUP_TIME]
+    if per[STARTUP_CUDA_GRAPH_TIME]:
+        out["startup_cuda_graph_s"] = per[STARTUP_CUDA_GRAPH_TIME]
+    if per[POST_STARTUP_TIME_TOTAL]:
+        out["post_startup_s"] = sum(per[POST_STARTUP_TIME_TOTAL].values())
     return out
 
 
@@ -248,6 +284,7 @@ class MetricsState:
         self.window = CounterWindow()
         self.busy: bool | None = None  # requests running or queued
         self.text: str | None = None  # the latest body, until the wedge detector read it
+        self.startup: dict[str, Any] = {}  # the start-up fields last published
 
 
 def metrics_ranks(text: str) -> list[RankLoad]:
@@ -288,6 +325,13 @@ async def _poll_metrics(client: httpx.AsyncClient, base_url: str, publish: Publi
                 fields["accept_length"] = counted.pop("accept_length")
             fields.update(counted)
             state.text = text
+        startup = parse_startup(scanned)
+        if state is not None:
+            # constants of a server's life: published when first seen and after a restart
+            changed = {k: v for k, v in startup.items() if state.startup.get(k) != v}
+            state.startup.update(changed)
+            startup = changed
+        fields.update(startup)
     except ValueError:
         return True, False  # a torn or non-Prometheus body; the next poll may be fine
     if state is not None and ("running_reqs" in fields or "queue_reqs" in fields):

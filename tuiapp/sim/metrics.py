@@ -78,6 +78,16 @@ def render_metrics(sim) -> str:
     for phase, gib in (("prefill", 0.0), ("decode", plan.mem.graphs_gib)):
         gauge("graph_memory_usage_gb", "CUDA graph memory usage in GB.", round(gib, 2), _labels({**sched, "phase": phase}))
     gauge("context_len", "Context length.", sim.context_len)
+    # the engine's start-up by phase, written once ready (tokenizer labels): 0.5.23's phases and
+    # graph phases, and the main branch's registry phase distributed_init
+    for name, help_, phases in (
+            ("startup_time_seconds", "Engine startup duration by phase in seconds.", sim.phase_s if sim.ready else {}),
+            ("startup_cuda_graph_time_seconds", "CUDA graph capture duration by phase in seconds.",
+             sim.graph_phases() if sim.ready else {})):
+        if phases:
+            out.append(f"# HELP sglang:{name} {help_}")
+            out.append(f"# TYPE sglang:{name} gauge")
+            out += [f"sglang:{name}{_labels({**base, 'phase': p})} {float(v)}" for p, v in phases.items()]
     counter("cuda_graph_passes", "Forward passes run with CUDA graph.", [
         (_labels({**sched, "mode": mode}), n) for mode, n in s.cuda_graph_passes_total.items()])
     counter("num_retracted_requests", "Retracted requests.", [(sl, s.retracted_total)])

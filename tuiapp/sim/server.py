@@ -71,6 +71,10 @@ class SimServer:
         self.ready = False
         self.start_wall_s = time.time()
         self.startup_s = 0.0
+        # start-up phases as measured here (seconds), in SGLang's names: /server_info's
+        # startup_time and /metrics' start-up families (tuiapp.server.metric_names)
+        self.phase_s: dict[str, float] = {}
+        self.graph_phase_s: dict[str, float] = {}
         self.health_timeout_s = float(self.env.get("SGLANG_HEALTH_CHECK_TIMEOUT", 20))
         self.last_heartbeat_t = time.time()
         self.pid = os.getpid()
@@ -119,16 +123,19 @@ class SimServer:
             "hicache_object_layout": {"enabled": False, "backend": None, "page_size": 1,
                                       "hicache_object_layout": {"pools": []},
                                       "reason": "Hierarchical cache is disabled"},
-            "kv_events": None, "startup_time": self.startup_timings(),
+            "kv_events": None, "startup_time": {**self.startup_timings(), **(
+                {"tokenizer_e2e": self.phase_s["tokenizer_e2e"]} if "tokenizer_e2e" in self.phase_s else {})},
             "internal_states": [state], "version": model.SGLANG_VERSION, "frontend": "python",
         }
 
     def startup_timings(self) -> dict:
-        graphs = 1.0 / self.speed if self.plan.cuda_graph else 0.0
-        return {"load_weight": 1.8 / self.speed, "kv_cache_allocation": 0.1 / self.speed,
-                "scheduler_e2e": self.startup_s, "cuda_graph": {
-                    "prefill": 0.0, "decode": graphs, "target_verify": 0.0, "draft_prefill": 0.0,
-                    "draft_decode": 0.0, "draft_extend": 0.0}}
+        """/server_info's startup_time as 0.5.23 nests it: the scheduler's phases and its graphs."""
+        phases = {k: v for k, v in self.phase_s.items() if k != "tokenizer_e2e"}
+        return {**phases, "cuda_graph": self.graph_phases()}
+
+    def graph_phases(self) -> dict[str, float]:
+        return {p: self.graph_phase_s.get(p, 0.0) for p in
+                ("prefill", "decode", "target_verify", "draft_prefill", "draft_decode", "draft_extend")}
 
     # ------------------------------------------------------------ helpers
     async def pause(self, seconds: float) -> None:
@@ -205,6 +212,7 @@ class SimServer:
         await self.pause(0.3)
 
         # distributed init
+        t_phase = time.monotonic()
         self.gpu_busy(5, 60.0)
         await self.each_rank("Init torch distributed begin.")
         if plan.failure == "too_few_gpus":
@@ -218,6 +226,7 @@ class SimServer:
         if plan.failure == "torch_symm_mem_keyerror":
             await self.fail_all_ranks(failures.symm_mem_keyerror())
         await self.each_rank(f"Init torch distributed ends. elapsed=0.25 s, mem usage={mem.context_gib + mem.custom_ar_gib:.2f} GB")
+        t_phase = self._phase_done("distributed_init", t_phase)  # a main-branch registry phase
 
         # weights
         total_gib = mem.total_gib
@@ -256,6 +265,7 @@ class SimServer:
             await self.each_rank(f"Load weight end. elapsed=0.20 s, type=LlamaForCausalLMEagle3, avail mem={avail:.2f} GB, "
                                  f"mem usage={mem.draft_weights_gib:.2f} GB.")
         self.gpu_busy(3, 90.0)
+        t_phase = self._phase_done("load_weight", t_phase)
 
         # KV cache
         if plan.failure == "kv_not_enough":
@@ -265,6 +275,7 @@ class SimServer:
         await self.each_rank(f"KV Cache is allocated. dtype: torch.bfloat16, #tokens: {plan.kv_tokens}, KV size: {mem.kv_gib:.2f} GB")
         avail -= mem.kv_gib
         await self.each_rank(f"Memory pool end. avail mem={avail:.2f} GB")
+        self._phase_done("kv_cache_allocation", t_phase)
 
         # EP with the FlashInfer all-to-all: AssertionError on some ranks, OOM on the rest
         if plan.failure == "ep_flashinfer_assert_oom":
@@ -284,6 +295,7 @@ class SimServer:
                 await self.capture("draft", "decode", 1, mem.graphs_gib * 0.2, avail)
                 avail -= mem.graphs_gib * 0.2
         self.avail_after_graph_gib = avail
+        self.phase_s["scheduler_e2e"] = time.monotonic() - t0
         self.gpu_busy(0, 78.0, rx_bps=model.IDLE_BYTES_PER_S, tx_bps=model.IDLE_BYTES_PER_S)
         if not self.head:  # its schedulers now wait for the head's batches; no HTTP here
             self.startup_s = time.monotonic() - t0
@@ -305,11 +317,18 @@ class SimServer:
         if not ns.skip_server_warmup:
             await self.warmup()
         self.startup_s = time.monotonic() - t0
+        self.phase_s["tokenizer_e2e"] = self.startup_s
         self.ready = True
         self.log.emit("The server is fired up and ready to roll!")
 
+    def _phase_done(self, phase: str, since: float) -> float:
+        now = time.monotonic()
+        self.phase_s[phase] = now - since
+        return now
+
     async def capture(self, who: str, kind: str, per_req: int, graph_gib: float, avail: float) -> None:
         plan = self.plan
+        t_phase = time.monotonic()
         await self.each_rank(f"Capture {who} {kind} CUDA graph begin. backend=full, num_tokens_per_req={per_req}, avail mem={avail:.2f} GB")
         if who == "target" and plan.failure in ("flashinfer_jit_sm120", "nccl_tree_graph", "graph_capture_oom"):
             self.gpu_busy(40, 200.0)
@@ -336,6 +355,9 @@ class SimServer:
             len(rev), dur, "bar", steps=min(len(rev), 12))
         await self.each_rank(f"Capture {who} {kind} CUDA graph end. bs={bs_list}, elapsed={dur:.2f} s, "
                              f"mem usage={graph_gib:.2f} GB, avail mem={avail - graph_gib:.2f} GB.")
+        # SGLang's graph phases: the target's decode graphs (target_verify under speculation)
+        graph = {("target", "decode"): "decode", ("target", "verify"): "target_verify"}.get((who, kind), "draft_decode")
+        self.graph_phase_s[graph] = self.graph_phase_s.get(graph, 0.0) + time.monotonic() - t_phase
 
     async def warmup(self) -> None:
         self.log.access(f"127.0.0.1:{40000 + self.rng.randrange(20000)}", "GET", "/model_info", 200, "OK")

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from tuiapp.common.startup_phases import Latest
 from tuiapp.events import (
     Alert,
     BenchSummary,
@@ -38,6 +39,7 @@ class TrialCollector:
         self.points: list[PointDone] = []  # load points of a sweep or an open-loop trial
         self.summary: BenchSummary | None = None
         self.server_accept_length: float | None = None
+        self.startup = Latest()  # the server's own start-up breakdown
         self.peak_mem_bytes: dict[int, int] = {}
         # GPU -> [sum, count, peak] of tx+rx while benchmarking: a running aggregate, not the
         # samples, so a trial that benchmarks for hours holds constant memory
@@ -76,6 +78,7 @@ class TrialCollector:
         elif isinstance(event, BenchSummary):
             self.summary = event
         elif isinstance(event, ServerStats):
+            self.startup.observe(event)
             if event.accept_length is not None:
                 self.server_accept_length = event.accept_length
         elif isinstance(event, GpuSample):

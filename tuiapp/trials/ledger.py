@@ -64,6 +64,8 @@ class LedgerRow(BaseModel):
     runs_accept_by_position: list[list[float]] = Field(default_factory=list)
     accept_position_verdicts: list[dict[str, Any]] = Field(default_factory=list)
     startup_s: float | None = None
+    # the server's own start-up breakdown (tuiapp.common.startup_phases.as_json): total_s, phases_s...
+    server_startup: dict[str, Any] = Field(default_factory=dict)
     peak_mem_bytes: dict[str, int] = Field(default_factory=dict)  # GPU index -> bytes
     pcie_avg_bytes_s: float | None = None  # per GPU, tx + rx, mean over the benchmark
     pcie_peak_bytes_s: float | None = None  # busiest GPU's busiest sample, tx + rx

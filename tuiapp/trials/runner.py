@@ -365,6 +365,7 @@ class PlanRunner:
 
     def _fill(self, row: LedgerRow, collector: TrialCollector, outcome: str) -> None:
         row.startup_s = self.startup_s
+        row.server_startup = collector.startup.as_json()
         row.alerts = [{"kind": a.alert_kind, "message": a.message, "ranks": a.ranks, "line": a.first_line}
                       for a in collector.alerts.values()]
         row.runs_decode_tok_s = collector.run_tok_s()

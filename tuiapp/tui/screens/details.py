@@ -9,6 +9,7 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Button, Label, Static
 
+from tuiapp.common import startup_phases
 from tuiapp.common.numfmt import gib, num
 from tuiapp.events import Alert
 from tuiapp.tui import fmt
@@ -117,6 +118,7 @@ def trial_text(row: TrialRow, store: DashboardStore) -> Text:
             ["accept length", num(r.get("accept_length"), '.2f')],
             ["PCIe tx+rx per GPU", pcie],
             ["start-up", num(r.get("startup_s"), '.1f', " s")],
+            ["server's start-up", _server_startup(r.get("server_startup"))],
             ["duration", num(r.get("duration_s"), '.1f', " s")],
         ]
         # a trial that never served has no figures: say so once instead of a column of n/a
@@ -156,6 +158,17 @@ def trial_text(row: TrialRow, store: DashboardStore) -> Text:
     if not alerts:
         body.append("  none\n")
     return body
+
+
+def _server_startup(found: object) -> str:
+    """A ledger row's server_startup (tuiapp.common.startup_phases.as_json), as one line."""
+    if not isinstance(found, dict) or not found:
+        return fmt.NA
+    phases, graphs = found.get("phases_s"), found.get("cuda_graph_s")
+    try:  # a ledger file is read as written: a field of another type is no reading
+        return startup_phases.text(phases, graphs, found.get("post_startup_s")) or fmt.NA
+    except (AttributeError, TypeError, ValueError):
+        return fmt.NA
 
 
 def _setting(change, side: int) -> str:
