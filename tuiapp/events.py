@@ -249,6 +249,9 @@ class PointDone(_Event):
     e2e_p99_ms: float | None = None
     goodput_req_s: float | None = None  # with an SLO: requests/s that met every goal
     goodput_share: float | None = None  # met / requests (failed requests count as missed)
+    # the successful requests' acceptance histograms, pooled (tuiapp.common.acceptance)
+    spec_accept_histogram: list[int] | None = None
+    spec_cap_histogram: list[int] | None = None
     trial: str | None = None
     search: bool = False  # a probe of --find-max-load
 

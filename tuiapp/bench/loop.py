@@ -48,7 +48,7 @@ from tuiapp.bench.points import (
 from tuiapp.bench.run_events import nan_alert, request_event, run_event
 from tuiapp.bench.settings import BenchSettings
 from tuiapp.bench.workload import Prompt, build
-from tuiapp.common import stats
+from tuiapp.common import acceptance, stats
 from tuiapp.common.outcome import classify, says_queue_full
 from tuiapp.common.verdict import max_load_answer, meets_goal
 from tuiapp.events import (
@@ -156,9 +156,14 @@ class BenchLoop:
         return [r.decode_tok_s for r in self.results if r.decode_tok_s is not None]
 
     def summary(self) -> dict[str, Any]:
-        """The --summary JSON: per-run figures and decode tok/s statistics."""
+        """The --summary JSON: per-run figures and decode tok/s statistics; with speculative
+        decoding, each run's and all runs' acceptance per draft position and the histograms it
+        comes from (tuiapp.common.acceptance)."""
         decode = self.decode_runs()
         ci = stats.ci95(decode)
+        accepted, caps = acceptance.pool_pairs((r.spec_accept_histogram, r.spec_cap_histogram) for r in self.results)
+        spec = {"spec_accept_histogram": accepted, "spec_cap_histogram": caps,
+                **acceptance.figures(accepted, caps)} if accepted else {}
         return {
             "runs": [
                 {
@@ -169,6 +174,9 @@ class BenchLoop:
                     "accept_length": r.accept_length,
                     "errors": r.errors,
                     "first_error": r.first_error,
+                    **({"spec_accept_histogram": r.spec_accept_histogram, "spec_cap_histogram": r.spec_cap_histogram,
+                        **acceptance.figures(r.spec_accept_histogram, r.spec_cap_histogram)}
+                       if r.spec_accept_histogram else {}),
                 }
                 for r in self.results
             ],
@@ -176,6 +184,7 @@ class BenchLoop:
             "sd_decode_tok_s": stats.sd(decode),
             "ci95_decode_tok_s": list(ci) if ci else None,
             "points": [point_summary(p) for p in self.points],
+            **spec,
             **self._load_summary(),
         }
 

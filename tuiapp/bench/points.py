@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 
 from tuiapp.bench.client import RequestResult
 from tuiapp.bench.settings import BenchSettings
+from tuiapp.common import acceptance
 from tuiapp.common.outcome import classify, reason_text
 from tuiapp.common.stats import Digest, percentile
 from tuiapp.events import PointDone
@@ -75,6 +76,7 @@ class PointTally:
     due_spans: list[tuple[int, float]] = field(default_factory=list)  # the same of the drawn schedule
     finish_spans: list[tuple[int, float]] = field(default_factory=list)  # successful finishes, first tenth left out
     warm_due_spans: list[tuple[int, float]] = field(default_factory=list)  # the schedule, first tenth left out
+    spec: acceptance.Tally = field(default_factory=acceptance.Tally)  # acceptance histograms, pooled
 
     def add_run(self, done: list[RequestResult], wall_s: float, output_tok_s: float | None,
                 sends_s: list[float] | None = None, dues_s: list[float] | None = None,
@@ -121,6 +123,8 @@ class PointTally:
         if (d := r.decode_tok_s) is not None:
             self.decode_sum_tok_s += d
             self.decode_n += 1
+        if r.spec_accept_histogram:
+            self.spec.add(r.spec_accept_histogram, r.spec_cap_histogram)
         if self.settings is not None and self.settings.has_slo and meets_slo(r, self.settings):
             self.slo_met += 1
 
@@ -190,6 +194,8 @@ def point_event(index: int, s: BenchSettings, tally: PointTally, trial: str | No
         decode_tok_s=tally.decode_sum_tok_s / tally.decode_n if tally.decode_n else None,
         goodput_req_s=goodput,
         goodput_share=share,
+        spec_accept_histogram=tally.spec.accepted,
+        spec_cap_histogram=tally.spec.caps,
         trial=trial,
         search=search,
         **figures,
@@ -211,6 +217,7 @@ def point_summary(ev: PointDone) -> dict:
         out.pop("concurrency")
     if ev.search:
         out["search_probe"] = True
+    out |= acceptance.figures(ev.spec_accept_histogram, ev.spec_cap_histogram)
     return out
 
 

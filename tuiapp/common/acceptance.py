@@ -172,3 +172,27 @@ class Tally:
 
     def positions(self) -> list[PositionRate]:
         return per_position(self.accepted, self.caps)
+
+
+def figures(accepted: Sequence[int] | None, caps: Sequence[int] | None = None) -> dict[str, list[float | None]]:
+    """Acceptance per position (1 first) and its conditional rate, for a summary file (empty
+    without a histogram): the ledger's ``accept_by_position`` is the same figure."""
+    positions = per_position(accepted, caps)
+    if not positions:
+        return {}
+    return {"accept_by_position": [p.rate for p in positions],
+            "accept_conditional_by_position": [p.conditional for p in positions]}
+
+
+def positions_text(accepted: Sequence[int] | None, caps: Sequence[int] | None = None) -> str:
+    """``accept_pos=90.3/63.0/31.2% accept_cond=90.3/69.4/49.3%`` for a printed line ("" without
+    a histogram); a position no step could reach reads n/a."""
+    positions = per_position(accepted, caps)
+    if not positions:
+        return ""
+
+    def pcts(values: list[float | None]) -> str:
+        return "/".join("n/a" if v is None else f"{100 * v:.1f}" for v in values) + "%"
+
+    return (f"accept_pos={pcts([p.rate for p in positions])}"
+            f" accept_cond={pcts([p.conditional for p in positions])}")

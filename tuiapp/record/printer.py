@@ -14,7 +14,7 @@ import time
 from collections import Counter
 from typing import Any, TextIO
 
-from tuiapp.common import startup_phases
+from tuiapp.common import acceptance, startup_phases
 from tuiapp.common.labels import AGGREGATE, PER_STREAM, REQ_S
 from tuiapp.common.numfmt import GIB, num
 from tuiapp.common.redact import mask
@@ -80,13 +80,19 @@ def point_line(ev: PointDone) -> str:
     good = (f" goodput={num(ev.goodput_req_s, '.2f')} req/s met={ev.goodput_share:.0%}"
             if ev.goodput_share is not None else "")
     why = f" ({_reasons(ev.errors_by_reason)})" if ev.errors and ev.errors_by_reason else ""
+    spec = _spec(ev.spec_accept_histogram, ev.spec_cap_histogram)
     return (
         f"{load}{trial} output={num(ev.output_tok_s, '.1f')} {AGGREGATE}"
         f" requests={num(ev.request_throughput_req_s, '.2f')} {REQ_S}"
         f" ttft p50/p99={num(ev.ttft_p50_ms, '.1f')}/{num(ev.ttft_p99_ms, '.1f')} ms"
         f" tpot p50/p99={num(ev.tpot_p50_ms, '.2f')}/{num(ev.tpot_p99_ms, '.2f')} ms"
-        f" e2e p50={num(ev.e2e_p50_ms, '.0f')} ms{good} runs={ev.runs} reqs={ev.requests} errors={ev.errors}{why}"
+        f" e2e p50={num(ev.e2e_p50_ms, '.0f')} ms{good}{spec} runs={ev.runs} reqs={ev.requests} errors={ev.errors}{why}"
     )
+
+
+def _spec(accepted: list[int] | None, caps: list[int] | None) -> str:
+    text = acceptance.positions_text(accepted, caps)
+    return f" {text}" if text else ""
 
 
 def run_line(ev: RunDone) -> str:
@@ -98,7 +104,8 @@ def run_line(ev: RunDone) -> str:
         f"#{ev.run_index}{trial} decode={num(ev.decode_tok_s, '.1f')} {PER_STREAM}"
         f" output={num(ev.output_tok_s, '.1f')} {AGGREGATE}"
         f" ttft_mean={num(_ms(ev.ttft_s), '.1f')} ms tpot_mean={num(_ms(ev.tpot_s), '.2f')} ms"
-        f" accept={num(ev.accept_length, '.2f')} reqs={ev.requests} errors={ev.errors}{why}"
+        f" accept={num(ev.accept_length, '.2f')}{_spec(ev.spec_accept_histogram, ev.spec_cap_histogram)}"
+        f" reqs={ev.requests} errors={ev.errors}{why}"
     )
 
 
@@ -190,6 +197,7 @@ class Printer:
         self.server_state: str | None = None
         self.server_message = ""  # a failed start's reason, for the summary
         self.server_version: str | None = None
+        self.speculation: str | None = None  # the server's algorithm, "off", or None (not known)
         self._latest_gpu: dict[int, GpuSample] = {}
         self._next_gpu_line_t_s: float | None = None
         self._anon_alerts = 0
@@ -246,7 +254,11 @@ class Printer:
                 self._info_seen.add(key)
                 self.server_version = ev.version or self.server_version
                 spec = ""
+                if ev.engine == "sglang" and not ev.speculative_algorithm and "speculative_algorithm" in ev.server_args:
+                    spec = " spec=off"  # the server said so: no acceptance figures will come
+                    self.speculation = "off"
                 if ev.speculative_algorithm:
+                    self.speculation = ev.speculative_algorithm
                     spec = f" spec={ev.speculative_algorithm}" + "".join(
                         f" {label}={value}" for label, value in (
                             ("steps", ev.speculative_num_steps), ("topk", ev.speculative_eagle_topk),
@@ -367,6 +379,26 @@ class Printer:
 
     # ------------------------------------------------------------ summary
 
+    def _spec_summary(self) -> list[str]:
+        """Acceptance per draft position over all runs, or why there is none."""
+        trials: dict[str | None, list[RunFigures]] = {}
+        for r in self.runs:  # trials differ in their draft settings: never pooled
+            trials.setdefault(r.trial, []).append(r)
+        lines = []
+        for name, runs in trials.items():
+            accepted, caps = acceptance.pool_pairs((r.spec_accept_histogram, r.spec_cap_histogram) for r in runs)
+            if accepted:
+                lines.append(f"  speculative acceptance per position{f' trial {name}' if name else ''}"
+                             f" ({sum(accepted)} verify steps): " + acceptance.positions_text(accepted, caps))
+        if lines:
+            return lines
+        if self.speculation == "off":
+            return ["  speculative decoding: off (the server runs none: no acceptance figures)"]
+        if self.speculation and self.runs:
+            return [f"  speculative decoding: {self.speculation}, but the server sent no per-request histogram"
+                    " (spec_accept_histogram, SGLang #18332): acceptance per position not known"]
+        return []
+
     def summary(self, interrupted: bool = False) -> str:
         self._flush_updates()
         span = (self.last_t_s - self.first_t_s) if self.first_t_s is not None and self.last_t_s is not None else 0.0
@@ -400,6 +432,7 @@ class Printer:
             if outs:
                 lines.append(f"  output {AGGREGATE} over runs: mean {mean(outs):.1f}")
         lines += points_table(self.points)  # a sweep's loads side by side, never pooled
+        lines += self._spec_summary()
         for res in self.trial_results:
             why = self.trial_failures.get(res.name) if res.status != "ok" else None
             lines.append(f"  result {res.name}: {res.status}" + (f" ({_short(why)})" if why else ""))

@@ -8,7 +8,10 @@ group each are paired whatever their names), loads by value.
 
 Per group, load and metric: the two means, NEW/BASE, its 95% interval and the verdict of
 tuiapp.common.verdict.welch_compare, with Holm's correction over the loads of a sweep; per
-group, the failed-request share (tuiapp.common.verdict.error_rate_verdict). :func:`gate` turns
+group, the failed-request share (tuiapp.common.verdict.error_rate_verdict), and with speculative
+decoding, acceptance per draft position over all the group's runs (a draft model's acceptance
+is not a property of the load; tuiapp.common.acceptance_compare, as the ledger judges it:
+higher/lower, never part of the gate). :func:`gate` turns
 it into what a CI job needs: 0 pass, 1 slower or worse on errors, 3 NEW cannot be judged
 (a trial failed or missing, a load missing, fewer than two runs, every request failed, no
 output), each reason listed.
@@ -23,6 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from tuiapp.common import verdict as judge
+from tuiapp.common.acceptance import counts
+from tuiapp.common.acceptance_compare import compare_positions, runs_by_position
 
 # metric -> higher is better
 METRICS: dict[str, bool] = {"decode_tok_s": True, "output_tok_s": True, "ttft_s": False, "tpot_s": False}
@@ -46,6 +51,7 @@ class Group:
     requests: int = 0
     failed: int = 0
     output_tokens: int | None = None
+    accept_runs: list[list[float]] = field(default_factory=list)  # per draft position, each run's acceptance
     status: str = "ok"  # a ledger row's status
     problems: list[str] = field(default_factory=list)  # why its measurement cannot be judged
 
@@ -127,6 +133,7 @@ def _ledger(path: Path, text: str) -> dict[str, Group]:
             continue
         g.requests, g.failed, g.output_tokens = row.requests, row.failed_requests, row.output_tokens
         g.problems += row.invalid
+        g.accept_runs = [list(runs) for runs in row.runs_accept_by_position]
         if row.points:
             _points_into(g, row.points, f"{path}: {row.name}")
         else:
@@ -144,9 +151,11 @@ def _recording(path: Path) -> dict[str, Group]:
     except RecordingError as exc:
         raise CompareError(str(exc)) from None
     groups: dict[str, Group] = {}
+    spec: dict[str, list[tuple[list[int] | None, list[int] | None]]] = {}
     for ev in rec.events:
         if ev.kind == "run":
             g = groups.setdefault(ev.trial or "session", Group())
+            spec.setdefault(ev.trial or "session", []).append((ev.spec_accept_histogram, ev.spec_cap_histogram))
             g.requests += ev.requests
             g.failed += ev.errors
             if ev.errors >= ev.requests:
@@ -163,7 +172,8 @@ def _recording(path: Path) -> dict[str, Group]:
             key = judge.load_of(ev.model_dump())
             if key is not None:
                 g.points[key] = ev.model_dump()
-    for g in groups.values():
+    for name, g in groups.items():
+        g.accept_runs = runs_by_position(spec.get(name, []))
         g.problems += _measured_problems(g)
     return groups
 
@@ -189,6 +199,8 @@ def _summary(path: Path, data: Any) -> dict[str, Group]:
                     raise CompareError(f"{path}: runs[{i}].{metric}: expected a number")
         if key is not None:
             g.points[key] = points[0]
+    g.accept_runs = runs_by_position((counts(run.get("spec_accept_histogram")), counts(run.get("spec_cap_histogram")))
+                                     for run in data["runs"] if isinstance(run, dict))
     for p in points:
         g.requests += int(p.get("requests") or 0)
         g.failed += int(p.get("errors") or 0)
@@ -270,6 +282,11 @@ def compare(base: dict[str, Group], new: dict[str, Group], *, min_effect_pct: fl
                 if isinstance(bv, (int, float)) and isinstance(nv, (int, float)):
                     rows.append(Row(name, metric, float(bv), float(nv), nv / bv if bv else None, None, None,
                                     "n/a (one value a side)", 1, 1, _label(key)))
+        for v in compare_positions(bg.accept_runs, ng.accept_runs, min_effect_pct=min_effect_pct):
+            k = v["position"] - 1
+            ratio = v["new"] / v["base"] if v["base"] and v["new"] is not None else None
+            rows.append(Row(name, f"accept_p{v['position']}", v["base"], v["new"], ratio, None, v["p_value"],
+                            v["verdict"], len(bg.accept_runs[k]), len(ng.accept_runs[k]), None, v["p_adjusted"]))
         if bg.requests and ng.requests:
             worse, p = judge.error_rate_verdict(bg.failed, bg.requests, ng.failed, ng.requests)
             rows.append(Row(name, ERRORS, bg.failed / bg.requests, ng.failed / ng.requests, None, None, p, worse,
@@ -345,13 +362,16 @@ def table(rows: list[Row]) -> str:
 
     def label(r: Row) -> str:
         name = r.metric.replace("ttft_s", "ttft_ms").replace("tpot_s", "tpot_ms")
+        if r.metric.startswith("accept_p"):
+            name += " %"  # accepted / steps that reached the position
         return name if r.point is None else f"{name} @{r.point}"
 
     m = max([len("metric"), *(len(label(r)) for r in rows)])
     head = f"{'group':<{w}} {'metric':<{m}} {'base':>10} {'new':>10} {'new/base':>9} {'95% interval':>15}  verdict"
     lines = [head]
     for r in rows:
-        scale = 1000.0 if r.metric in ("ttft_s", "tpot_s") else 100.0 if r.metric == ERRORS else 1.0
+        scale = 1000.0 if r.metric in ("ttft_s", "tpot_s") else 100.0 if (
+            r.metric == ERRORS or r.metric.startswith("accept_p")) else 1.0
         ci = "" if r.ci95 is None else f"{r.ci95[0]:.3f}-{r.ci95[1]:.3f}"
         base = None if r.base_mean is None else r.base_mean * scale
         new = None if r.new_mean is None else r.new_mean * scale
