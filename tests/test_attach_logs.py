@@ -42,6 +42,7 @@ def first_seen(path: Path, needle: bytes, stop: threading.Event, out: dict) -> N
 
 
 @pytest.mark.parametrize("how", ["--log", "--log-cmd"])
+@pytest.mark.slow
 def test_attach_flags_a_fault_the_simulator_writes_to_its_log(tmp_path: Path, how: str) -> None:
     log = tmp_path / "sim.log"
     # the fault fires at the first decode step: attach's own warm-up request

@@ -114,6 +114,7 @@ def test_telemetry_kind_shows_only_the_servers_gpus():
         kind("http://10.0.0.7:30000", telemetry="dcgm")
 
 
+@pytest.mark.slow
 def test_attach_finds_a_simulators_gpus_by_itself(tmp_path, server_url):
     """Default telemetry: the simulator's modelled GPUs; a server that is not one gets none."""
     from tuiapp.commands.attach import is_simulator

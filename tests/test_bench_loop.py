@@ -280,6 +280,7 @@ async def test_runs_that_fail_entirely_slow_down(server):
     assert of(events, RequestDone)[0].error == "HTTP 400: model not found"
 
 
+@pytest.mark.slow
 async def test_repeated_503s_back_off_instead_of_flapping(server):
     # /health says 200 while /generate keeps saying 503: each outage waits longer than the
     # last (0.5, 1, 2 s), rather than probing and retrying every 0.5 s.

@@ -262,6 +262,7 @@ def attach(*args: str) -> subprocess.CompletedProcess:
                           timeout=60)
 
 
+@pytest.mark.slow
 def test_attach_cli_against_an_other_server_with_quirks(tmp_path):
     """`tuiapp attach URL --headless --runs 3 --summary s.json`, no flags beyond the URL."""
     summary = tmp_path / "s.json"
@@ -295,6 +296,7 @@ def test_headless_run_line_carries_the_first_failure():
     assert "errors=1 (HTTP 500: internal boom)" in lines[1]
 
 
+@pytest.mark.slow
 def test_other_servers_benchmark_script_runs_against_a_paced_server():
     """benchmarks/other_servers.py end to end (its figures come from real servers: docs/attach.md)."""
     script = Path(__file__).resolve().parents[1] / "benchmarks" / "other_servers.py"

@@ -65,6 +65,7 @@ async def test_server_info_and_metrics_from_simulator(eagle):
     assert any((s.gen_throughput_tok_s or 0) > 0 for s in stats if s.source == "metrics")
 
 
+@pytest.mark.slow
 async def test_nan_fault_from_simulator():
     with sim_process.SimProcess([*BASE, "--sim-fault", "nan@0.3"], speed=100) as sim:
         sim.wait_ready(60)
@@ -77,6 +78,7 @@ async def test_nan_fault_from_simulator():
     assert len(alerts) == 1 and alerts[0].alert_kind == "numerical"
 
 
+@pytest.mark.slow
 async def test_loop_waits_while_the_simulator_restarts():
     """Killed mid-benchmark, relaunched on the same port (answering 503 while it starts):
     the loop waits, says so, and finishes its runs on the new server."""

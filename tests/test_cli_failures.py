@@ -61,6 +61,7 @@ def test_a_server_that_accepts_and_never_answers_is_named_so():
     assert took_s < 20  # one wait, not one per endpoint
 
 
+@pytest.mark.slow
 def test_a_refused_key_gives_the_status_and_the_servers_own_message():
     sim = SimProcess(["--model-path", "m", "--tp", "8", "--api-key", "right-key-123"])
     try:
@@ -99,6 +100,7 @@ def test_a_closed_pipe_ends_quietly_with_141(args):
 
 
 @pytest.mark.pty
+@pytest.mark.slow
 def test_headless_job_survives_its_terminal_and_exits_with_its_result(tmp_path):
     """The terminal of a headless job goes away (SIGHUP to it as session leader, then EIO on
     every print, the final summary included): it finishes its runs and exits 0, no traceback."""

@@ -375,6 +375,7 @@ NUMERIC_CAP = {"--runs", "--concurrency", "--requests-per-run", "--max-new-token
 @settings(max_examples=100, derandomize=True, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
                                                                   HealthCheck.too_slow])
 @given(data=st.data())
+@pytest.mark.slow
 def test_no_value_gives_a_traceback(world, data):
     cmd, name, action = data.draw(st.sampled_from(VALUED), label="option")
     value = data.draw(st.sampled_from(list(action.choices)) | TEXT if action.choices else TEXT, label="value")
@@ -424,6 +425,7 @@ def test_launch_groups_cover_every_option():
 
 
 @pytest.mark.parametrize("group", list(LAUNCH_GROUPS))
+@pytest.mark.slow
 def test_launch_options_run_together(world, group):
     argv = world.argv("launch", LAUNCH_GROUPS[group], validate=False)
     code, out, err = call(argv, validate=False)

@@ -73,6 +73,7 @@ def test_ctrl_c_during_a_sweep_keeps_the_finished_points(server_url, tmp_path):
     assert data["points"][0]["concurrency"] == 1 and data["runs"]
 
 
+@pytest.mark.slow
 def test_ctrl_c_during_a_plan_keeps_the_finished_trials_in_the_ledger(tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text((DATA / "tiny.toml").read_text().split("[[trial]]")[0]

@@ -115,6 +115,7 @@ async def test_crash_is_the_only_signal() -> None:
     assert alerts[0].message.startswith("Subprocess scheduler_3 (pid=")
 
 
+@pytest.mark.slow
 async def test_kv_pressure_is_a_warning_and_nan_is_not_a_log_alert() -> None:
     alerts = await run_sim(["--sim-fault", "nan", "--sim-fault", "kv_pressure", "--decode-log-interval", "4"],
                            requests=2, stop_after=True)

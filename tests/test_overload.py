@@ -88,6 +88,7 @@ async def saturation_req_s(url: str, rate_req_s: float, requests: int, output_to
 # ---------------------------------------------------------------- a server that holds 4 streams
 
 
+@pytest.mark.slow
 async def test_200_req_s_at_a_4_stream_server_reports_what_it_served_and_counts_refusals(fake_sglang):
     # the case: 4 streams, the rest refused (429). Before: the loop went serial, retried
     # the refusals uncounted and reported a 100% SLO share with 4.8 req/s sent.
@@ -129,6 +130,7 @@ async def test_find_max_load_of_a_refusing_server_stays_below_what_it_can_serve(
     assert sum(p.errors_by_reason.get("refused", 0) for p in loop.points) > 0
 
 
+@pytest.mark.slow
 async def test_queueing_behind_max_concurrency_is_latency(fake_sglang):
     # 40 req/s offered, at most 2 in flight to a server that takes 0.175 s a request: ~11 req/s
     # go through. Before: latency counted from the send, after the wait for a slot: every goal met.
@@ -231,6 +233,7 @@ async def test_sglang_refusals_of_a_full_queue_are_counted_as_refused(queue_sims
 
 
 
+@pytest.mark.slow
 async def test_max_running_requests_caps_the_batch():
     # 8 streams at once to a server of 2 running (no queue bound): all are served, never more than
     # 2 decoding together (a stream is decoding from its first output chunk to its last)

@@ -61,6 +61,7 @@ def assert_ended(pid: int) -> None:
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's")
+@pytest.mark.slow
 def test_an_orphan_of_a_test_ends_with_the_session(tmp_path):
     pid, out = run_session(tmp_path, "", interrupt=False)
     assert_ended(pid)
@@ -68,6 +69,7 @@ def test_an_orphan_of_a_test_ends_with_the_session(tmp_path):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="PR_SET_CHILD_SUBREAPER is Linux's")
+@pytest.mark.slow
 def test_an_orphan_of_a_test_ends_when_the_run_is_interrupted(tmp_path):
     pid, out = run_session(tmp_path, "time.sleep(120)", interrupt=True)
     assert_ended(pid)

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import orjson
+import pytest
 
 from tuiapp.events import Alert, GpuSample, Note, RunDone, load_event
 from tuiapp.record.reading import read_recording
@@ -105,6 +106,7 @@ asyncio.run(main())
 """
 
 
+@pytest.mark.slow
 def test_sigkill_loses_at_most_the_last_second(tmp_path: Path) -> None:
     path, side = tmp_path / "rec.jsonl", tmp_path / "published.txt"
     child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(side)], stdout=subprocess.PIPE)

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from tuiapp.server.ports import free_port
 from tuiapp.sim.process import SimProcess
 
@@ -31,6 +33,7 @@ def _assert_nowhere(root: Path, *secrets: str) -> list[Path]:
     return files
 
 
+@pytest.mark.slow
 def test_launch_with_abbreviated_key_sends_it_and_writes_it_nowhere(tmp_path):
     sim = [sys.executable, "-m", "tuiapp.sim.server", "--sim-speed", "100", "--port", str(free_port()),
            "--model-path", "moonshotai/Kimi-K2.5", "--tp", "8", "--api-ke", KEY, f"--admin-api-k={ADMIN_KEY}"]
@@ -47,6 +50,7 @@ def test_launch_with_abbreviated_key_sends_it_and_writes_it_nowhere(tmp_path):
     assert "api_key='***'" in log or "'api_key': '***'" in log  # the server echoed it, masked
 
 
+@pytest.mark.slow
 def test_attach_with_abbreviated_key_and_a_key_only_the_server_knows(tmp_path):
     sim = SimProcess(["--model-path", "moonshotai/Kimi-K2.5", "--tp", "8", "--api-key", KEY,
                       "--admin-api-key", ADMIN_KEY])
@@ -86,6 +90,7 @@ def test_abbreviations_judged_by_the_parser_that_reads_them():
     assert redact_argv(["--api-k", "abcd1234"], options=("--api", "--api-key")) == ["--api-k", "***"]
 
 
+@pytest.mark.slow
 def test_trials_plan_with_secret_flag_and_env_writes_them_nowhere(tmp_path):
     plan = tmp_path / "plan.toml"
     plan.write_text(f"""

@@ -101,6 +101,7 @@ async def test_exit_while_starting_is_a_failed_start_with_its_cause(tmp_path):
     assert len(ranks) == 2 and not any(running(pid) for pid in ranks)  # its ranks did not outlive it
 
 
+@pytest.mark.slow
 async def test_stop_kills_a_server_and_grandchildren_that_ignore_sigint_and_sigterm(tmp_path):
     pid_file = tmp_path / "pids"
     server, events, _ = make(["--pid-file", str(pid_file), "--stubborn", "--ranks", "1"], tmp_path)
@@ -169,6 +170,7 @@ async def test_log_file_is_created_private_even_if_it_existed(tmp_path):
 
 
 @pytest.mark.parametrize("output_in_loop", [True, False])
+@pytest.mark.slow
 async def test_output_is_drained_while_the_event_loop_is_blocked(tmp_path, output_in_loop):
     # 30,000 lines (~5 MB) is far more than a pipe holds: if the event loop did the
     # reading, the fake server would stall until the loop came back.

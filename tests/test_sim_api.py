@@ -226,6 +226,7 @@ def test_sim_gpus_during_startup_and_health_503():
     assert seen == sorted(seen) and seen[0] < seen[-1]  # memory grows through the startup stages
 
 
+@pytest.mark.slow
 def test_api_key():
     with SimProcess(BASE + ["--api-key", "sekrit", "--enable-metrics"]) as s:
         s.wait_ready()

@@ -134,6 +134,7 @@ def test_crash_at_a_time_without_traffic():
     assert tail[:2] == [SIGQUIT_SERVING, SETTLE] and tail[-1].startswith("kill_process_tree called: ")
 
 
+@pytest.mark.slow
 def test_nccl_timeout_on_all_ranks_then_crash():
     with SimProcess(BASE + ["--sim-fault", "nccl_timeout"], speed=1000) as sim:
         sim.wait_ready()

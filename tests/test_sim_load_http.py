@@ -10,6 +10,7 @@ import re
 from concurrent.futures import ThreadPoolExecutor
 
 import httpx
+import pytest
 
 from tuiapp.sim.process import SimProcess
 
@@ -21,6 +22,7 @@ def generate(url: str, ids: list[int], max_new: int) -> dict:
     return httpx.post(url + "/generate", json=body, timeout=30).json()
 
 
+@pytest.mark.slow
 def test_small_pool_queues_retracts_and_reports_it() -> None:
     argv = [*BASE, "--max-total-tokens", "1000", "--enable-metrics", "--sim-step-ms", "1",
             "--decode-log-interval", "5"]

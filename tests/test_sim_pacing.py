@@ -49,6 +49,7 @@ def test_accept_sampler_tracks_the_mean_and_is_seeded():
     assert [b.draw() for _ in range(50)] == [c.draw() for _ in range(50)]
 
 
+@pytest.mark.slow
 def test_default_config_paces_at_89_5():
     with SimProcess(BASE) as sim:
         sim.wait_ready()
@@ -57,6 +58,7 @@ def test_default_config_paces_at_89_5():
     assert tok_s == pytest.approx(89.5, rel=0.01)
 
 
+@pytest.mark.slow
 def test_continuous_decode_steps_stream_in_groups():
     old = BASE + ["--cuda-graph-max-bs", "512", "--mem-fraction-static", "0.88", "--num-continuous-decode-steps", "4"]
     with SimProcess(old) as sim:
@@ -66,6 +68,7 @@ def test_continuous_decode_steps_stream_in_groups():
     assert tok_s == pytest.approx(expected_tok_s(old), rel=0.01) and expected_tok_s(old) == pytest.approx(82.0)
 
 
+@pytest.mark.slow
 def test_speculative_pacing_matches_verify_steps():
     eagle = BASE + ["--speculative-algorithm", "EAGLE3", "--speculative-draft-model-path", "d"]
     plan = plan_for(parse_args(eagle), {})

@@ -3,6 +3,7 @@ screen behind key c, whose Enter opens the trial's details (issue 42)."""
 
 from __future__ import annotations
 
+import pytest
 from session_helpers import idle, publish  # tests/ is on the path
 
 from tuiapp.events import TrialJob, TrialState
@@ -35,6 +36,7 @@ def test_rows_put_trials_in_flight_first():
     assert in_flight({j.trial: j for j in JOBS}) == 2
 
 
+@pytest.mark.slow
 async def test_key_c_opens_the_campaign_and_enter_a_trial():
     session = Session(title="campaign", sources=[idle])
     controls = session.controls = Controls()

@@ -119,6 +119,7 @@ BASE = ["--model-path", "/models/Kimi-K2.5", "--tp", "8", "--enable-metrics", "-
 
 
 @pytest.mark.parametrize("extra", [[], ["--sim-spec-adaptive", "--sim-metric-names", "underscore"]])
+@pytest.mark.slow
 async def test_simulated_eagle3_acceptance_per_position_matches_its_configuration(extra):
     configured = (0.9, 0.7, 0.5)
     with sim_process.SimProcess([*BASE, "--sim-spec-accept", ",".join(map(str, configured)), *extra], speed=100) as sim:

@@ -74,6 +74,7 @@ def test_a_combination_equal_to_the_baseline_is_the_baseline(tmp_path):
         parse_plan(text.replace("seed = 3", "sed = 3"), tmp_path / "p.toml")
 
 
+@pytest.mark.slow
 def test_the_grid_runs_to_a_ranked_ledger_and_resume_finishes_what_is_left(tmp_path):
     ledger = tmp_path / "ledger.json"
     argv = [sys.executable, "-m", "tuiapp", "trials", str(grid(tmp_path)), "--sim", "--sim-speed", "100",
@@ -137,6 +138,7 @@ def recordings(tmp_path_factory):
     return paths
 
 
+@pytest.mark.slow
 def test_compare_gates_on_slower(recordings):
     faster = tuiapp("compare", str(recordings["old"]), str(recordings["new"]), "--fail-on", "slower")
     assert faster.returncode == 0, faster.stdout + faster.stderr
@@ -148,6 +150,7 @@ def test_compare_gates_on_slower(recordings):
     assert same.returncode == 0 and same.stdout.strip().endswith("decode_tok_s: within noise"), same.stdout
 
 
+@pytest.mark.slow
 def test_compare_reads_summaries_and_says_it_as_json(recordings):
     old_summary = recordings["old"].with_suffix(".json")
     out = tuiapp("compare", str(old_summary), str(recordings["new"]), "--json")
@@ -158,6 +161,7 @@ def test_compare_reads_summaries_and_says_it_as_json(recordings):
     assert row["n_base"] == 4 and row["n_new"] == 4 and row["ci95"][0] > 1.0 and row["ratio"] > 1.05
 
 
+@pytest.mark.slow
 def test_compare_refuses_bad_input_in_one_line(tmp_path, recordings):
     junk = tmp_path / "junk.txt"
     junk.write_text("hello\n")
@@ -240,6 +244,7 @@ def test_objectives_read_a_sweep_point_or_the_max_load():
         parse_plan(GRID.format(order="grid").replace('seed = 3', 'seed = 3\nobjective = "tok"'), Path("p.toml"))
 
 
+@pytest.mark.slow
 def test_a_search_ranks_by_a_sweep_point(tmp_path):
     plan = tmp_path / "sweep.toml"
     plan.write_text(GRID.format(order="grid").replace(
@@ -258,6 +263,7 @@ def test_a_search_ranks_by_a_sweep_point(tmp_path):
     assert f"best by output_tok_s@concurrency=8: {best['name']}" in out.stdout
 
 
+@pytest.mark.slow
 def test_a_search_records_refused_and_failed_combinations_and_goes_on(tmp_path):
     plan = tmp_path / "mixed.toml"
     plan.write_text(GRID.format(order="grid").split("[search]")[0] + """[search]

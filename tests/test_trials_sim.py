@@ -52,6 +52,7 @@ def test_every_trial_has_a_row_and_the_plan_goes_on(plan_run):
         ("fusion", "jit_arch", "No supported CUDA architectures", list(range(8))),
     ],
 )
+@pytest.mark.slow
 def test_failed_trials_record_their_cause(plan_run, name, status, words, ranks):
     _tmp, _code, rows = plan_run
     row = rows[name]
@@ -65,6 +66,7 @@ def test_failed_trials_record_their_cause(plan_run, name, status, words, ranks):
         assert row["error_ranks"]  # EP: the assertion fires on some ranks only
 
 
+@pytest.mark.slow
 def test_new_baseline_is_faster_with_a_confound_warning(plan_run):
     _tmp, _code, rows = plan_run
     old, new = rows["old"], rows["new"]
@@ -82,6 +84,7 @@ def test_new_baseline_is_faster_with_a_confound_warning(plan_run):
     assert len(new["peak_mem_bytes"]) == 8
 
 
+@pytest.mark.slow
 def test_an_identical_configuration_is_within_noise(plan_run):
     _tmp, _code, rows = plan_run
     row = rows["new-again"]
@@ -89,6 +92,7 @@ def test_an_identical_configuration_is_within_noise(plan_run):
     assert row["status"] == "ok" and row["verdict"] == "within noise" and not row["dead_end"]
 
 
+@pytest.mark.slow
 def test_custom_allreduce_is_a_slower_dead_end_against_its_base(plan_run):
     _tmp, _code, rows = plan_run
     row = rows["custom-ar"]
@@ -144,6 +148,7 @@ def test_isolate_attributes_the_gain_knob_by_knob(tmp_path, capsys):
     assert "warning: new changes 2 knobs" not in out  # answered by this very run
 
 
+@pytest.mark.slow
 def test_headless_run_never_imports_textual_and_exit_code(tmp_path):
     import subprocess
     import sys
@@ -184,6 +189,7 @@ def test_bad_options_are_one_line_usage_errors(argv, words, capsys):
     assert words in err and err.count("\n") == 1
 
 
+@pytest.mark.slow
 async def test_stopping_the_server_from_the_ui_skips_the_trial(tmp_path):
     from tuiapp.events import TrialState
     from tuiapp.trials.campaign import build_trials_session
@@ -211,6 +217,7 @@ async def test_stopping_the_server_from_the_ui_skips_the_trial(tmp_path):
     assert session.exit_code == 1  # the first trial, the reference of the rest, has no result
 
 
+@pytest.mark.slow
 async def test_a_ledger_that_cannot_be_written_does_not_stop_the_plan(tmp_path):
     from tuiapp.events import Note, TrialResult
     from tuiapp.trials.campaign import build_trials_session

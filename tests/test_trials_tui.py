@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from tuiapp.trials.campaign import build_trials_session
 from tuiapp.trials.ledger import Ledger
 from tuiapp.trials.plan import load_plan
@@ -15,6 +17,7 @@ from tuiapp.tui.widgets.ledger_table import LedgerTable
 PLAN = Path(__file__).parent / "data" / "trials" / "tiny.toml"
 
 
+@pytest.mark.slow
 async def test_ledger_panel_fills_in_live(tmp_path):
     plan = load_plan(PLAN)
     ledger = Ledger()

@@ -1,6 +1,7 @@
 """The alert list: newest first, a cursor that keeps its alert, Enter opens it, a title that
 says which rows show, and a new alert lays the screen out only while the list still grows."""
 
+import pytest
 from session_helpers import idle, publish  # tests/ is on the path
 
 from tuiapp.events import Alert, ServerState
@@ -15,6 +16,7 @@ def alert(i: int) -> Alert:
                  traceback=f"Traceback (most recent call last):\nAssertionError: number {i}", alert_id=i)
 
 
+@pytest.mark.slow
 async def test_cursor_keeps_its_alert_enter_opens_it_and_the_title_counts_rows(monkeypatch):
     session = Session(title="alerts", sources=[idle])
     app = DashboardApp(session)

@@ -34,6 +34,7 @@ def test_bands_merge_regions_whose_rows_touch():
 
 
 @pytest.mark.parametrize("size", [(80, 24), (120, 36), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.slow
 async def test_partial_updates_send_what_textual_sends(monkeypatch, size):
     session = Session(title="bands", sources=[idle])
     app = DashboardApp(session)

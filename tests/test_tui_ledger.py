@@ -46,6 +46,7 @@ async def start(pilot, bus) -> LedgerTable:
     return pilot.app.dashboard.query_one(LedgerTable)
 
 
+@pytest.mark.slow
 async def test_cursor_follows_the_running_trial_and_enter_or_a_click_opens_one():
     session = Session(title="ledger", sources=[idle])
     app = DashboardApp(session)

@@ -23,6 +23,7 @@ def screen_lines(app) -> list[list[tuple[str, object]]]:
 
 @pytest.mark.skipif(not textual_private.fast("render"), reason="tests the render fast path, "
                     "which TUIAPP_TEXTUAL_FAST turned off (test_tui_textual_private checks it is on by default)")
+@pytest.mark.slow
 async def test_partial_line_refreshes_compose_the_same_screen_as_a_whole_repaint(monkeypatch):
     session = Session(title="lines", sources=[idle])
     app = DashboardApp(session)

@@ -1,6 +1,7 @@
 """The log tail keeps each line's text between renders: what it shows must be what a tail
 built from scratch shows, after new lines, a filter toggle and a theme change."""
 
+import pytest
 from session_helpers import idle  # tests/ is on the path
 
 from tuiapp.events import LogLine
@@ -27,6 +28,7 @@ def fresh(tail: LogTail) -> str:
                      for ln in picked[-max(1, tail.size.height):])
 
 
+@pytest.mark.slow
 async def test_kept_lines_render_like_fresh_ones():
     session = Session(title="log", sources=[idle])
     app = DashboardApp(session)

@@ -4,6 +4,7 @@ import asyncio
 import re
 from pathlib import Path
 
+import pytest
 from session_helpers import idle  # tests/ is on the path
 
 from tuiapp.commands.preview import preview_session, read_events
@@ -98,6 +99,7 @@ async def test_log_tail_filters_to_errors():
         assert type(app.screen).__name__ == "LogScreen"
 
 
+@pytest.mark.slow
 async def test_the_whole_log_starts_over_after_a_replay_seek():
     session = Session(title="pilot", sources=[idle])
     app = DashboardApp(session)
@@ -134,6 +136,7 @@ class RecordingControls:
         self.calls.append("stop")
 
 
+@pytest.mark.slow
 async def test_quit_asks_while_our_server_runs_then_stops_the_sources_and_the_server():
     stopped: list[str] = []
     source_cancelled = asyncio.Event()
@@ -296,6 +299,7 @@ def test_trial_details_read_as_a_table():
     assert "verdict  faster: +7.51 tok/s (+9.2%) vs old-baseline" in new
 
 
+@pytest.mark.slow
 async def test_palette_screenshot_goes_to_the_current_directory_or_screenshot_dir(tmp_path, monkeypatch):
     """Textual's default, ~/Downloads, is missing on most servers (the save failed there)."""
     monkeypatch.setenv("HOME", str(tmp_path / "home-without-downloads"))

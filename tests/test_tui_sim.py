@@ -8,6 +8,8 @@ import asyncio
 import os
 import sys
 
+import pytest
+
 from tuiapp.session import Session
 from tuiapp.sim.process import free_port
 from tuiapp.tui.app import DashboardApp
@@ -37,6 +39,7 @@ def sim_source(args: list[str]):
     return source
 
 
+@pytest.mark.slow
 async def test_simulated_expert_parallel_failure_reaches_the_alerts_panel():
     session = Session(title="sim", sources=[sim_source(EP_A2A)])
     app = DashboardApp(session)

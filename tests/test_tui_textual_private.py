@@ -83,6 +83,7 @@ async def dashboard_screen(size) -> tuple[list[str], DashboardApp]:
 
 
 @pytest.mark.parametrize("size", [(100, 30), (160, 48)], ids=lambda s: f"{s[0]}x{s[1]}")
+@pytest.mark.slow
 async def test_the_dashboard_with_the_fast_paths_off_shows_the_same_screen(monkeypatch, size):
     fast_shown, _fast_app = await dashboard_screen(size)
 

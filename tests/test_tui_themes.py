@@ -60,6 +60,7 @@ def test_a_bad_palette_names_the_file_and_the_field(tmp_path: Path):
         load_theme(bad)
 
 
+@pytest.mark.slow
 def test_the_wheel_ships_the_themes_as_package_data(tmp_path: Path):
     # Themes are ordinary package data: a built wheel must carry every palette and layout.
     import subprocess

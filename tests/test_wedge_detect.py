@@ -114,6 +114,7 @@ async def test_source_falls_back_from_v1_loads_to_get_load_to_server_info():
 
 
 @pytest.mark.parametrize("names", ["colon", "underscore"])
+@pytest.mark.slow
 async def test_simulated_wedged_rank_is_flagged_with_its_rank(names):
     """DP 2; the last DP rank wedges 1 s after ready: the poller names rank 1, long before
     the simulator's watchdog (300 s). Latency figures: benchmarks/wedge_detect.py."""
@@ -141,6 +142,7 @@ async def test_simulated_wedged_rank_is_flagged_with_its_rank(names):
     assert alerts and alerts[0].alert_kind == "hang" and alerts[0].dp_ranks == [1]
 
 
+@pytest.mark.slow
 async def test_an_older_server_is_judged_by_get_load_timeouts():
     """No /v1/loads (before SGLang #23010): /get_load, a scheduler RPC, stops answering when a
     rank wedges; its timeouts count as a snapshot that did not change, busy as /metrics says."""
