@@ -1,7 +1,6 @@
 """The generic layer under the family rules (generic.py), the collectors' envelopes it relies
-on, the error catalogue from the sources, knock-ons joining their cause, and the four
-out-of-sample rounds (tests/data/logs_oos, logs_oos2, logs_oos3, logs_oos4) held to their
-hand-written labels."""
+on, the error catalogue from the sources, knock-ons joining their cause, and the
+out-of-sample rounds (tests/data/logs_oos .. logs_oos5) held to their hand-written labels."""
 
 from __future__ import annotations
 
@@ -21,7 +20,7 @@ from tuiapp.logwatch.envelope import EnvelopeDetector
 from tuiapp.logwatch.watcher import LogWatcher
 
 DATA = Path(__file__).parent / "data"
-ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4"]
+ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4", DATA / "logs_oos5"]
 # known misses, kept failing on purpose (strict: the test says so when one starts to pass)
 KNOWN_MISSES = {"q29_http_server_exception_during_request_indented":
                 "a paste indented as a whole: no envelope takes a uniform indent off (tracebacks are indented too)"}
@@ -146,6 +145,71 @@ def test_a_native_death_is_a_crash(line: str) -> None:
 ])
 def test_scary_but_harmless_lines_stay_silent(line: str) -> None:
     assert scan_text(line + "\n") == []
+
+
+@pytest.mark.parametrize("line,kind", [
+    # NCCL prints its source location before the level; a paste may keep only that
+    ("node5:236:1234 [2] misc/socket.cc:484 NCCL WARN socketPollConnect: Connect to 10.0.0.4<56849> returned 113",
+     "nccl"),
+    ("transport/net_ib.cc:1295 NCCL WARN NET/IB : Got completion from peer with error 12", "nccl"),
+    # an RDMA NIC's kernel driver (dmesg, journalctl -k)
+    ("[1038619.695161] infiniband mlx5_0: create_qp:3204:(pid 4321): Create QP type 2 failed", "error"),
+    ("kernel: mlx5_core 0000:3b:00.0: mlx5_cmd_out_err:838: CREATE_MKEY(0x200) op_mod(0x0) failed", "error"),
+    # systemd-coredump's report (journald took its prefix off)
+    ("Process 6071 (python3.12) of user 0 dumped core.", "crash"),
+])
+def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -> None:
+    assert [i["kind"] for i in scan_text(line + "\n")] == [kind]
+
+
+@pytest.mark.parametrize("line", [
+    "[   12.345678] mlx5_core 0000:3b:00.0: Port module event: module 0, Cable plugged",
+    "[   13.000001] infiniband mlx5_0: ib_query_port: port 1 state ACTIVE",
+    "node5:236:236 [2] NCCL INFO Bootstrap : Using bond0:10.0.0.3<0>",
+])
+def test_the_fabrics_ordinary_lines_stay_silent(line: str) -> None:
+    assert scan_text(line + "\n") == []
+
+
+_C10_FRAMES = ("frame #6: c10d::TCPStore::TCPStore(std::string, c10d::TCPStoreOptions const&) + 0x20c "
+               "(0x7fbd85350f7c in /usr/lib/python3.12/site-packages/torch/lib/libtorch_cpu.so)\n"
+               "frame #7: <unknown function> + 0xda37d9 (0x7fbd94d3c7d9 in /usr/lib/torch/lib/libtorch_python.so)\n"
+               "frame #9: /usr/bin/python3() [0x57856d]\n")
+
+
+def test_a_native_backtrace_is_a_failure_unless_a_warning_carries_it() -> None:
+    (inc,) = scan_text(_C10_FRAMES)  # its head lost: nothing follows, it stands alone
+    assert inc["kind"] == "error" and inc["message"].startswith("frame #6: c10d::TCPStore")
+    head = "Exception raised from throwTimeoutError at ../torch/csrc/distributed/c10d/socket.cpp:1013 (most recent call first):\n"
+    (inc,) = scan_text(head + _C10_FRAMES)
+    assert inc["message"].startswith("Exception raised from throwTimeoutError")
+    # c10 retries a TCPStore connect at level W and prints the frames with it
+    warn = ("[W1226 15:44:31.548330712 TCPStore.cpp:358] [c10d] TCP client failed to connect/validate to host h:8000 "
+            "- retrying (try=0, timeout=600000ms, delay=77116ms): The client socket has timed out\n")
+    assert scan_text(warn + head + _C10_FRAMES) == []
+    # systemd-coredump's frames, indented as journald prints them
+    core = "".join(" " * 49 + f"#{n}  0x00007f2ed709f00{n} n/a (libc.so.6 + 0x9f00{n})\n" for n in range(3))
+    assert [i["kind"] for i in scan_text(" " * 49 + "Stack trace of thread 91996:\n" + core)] == ["crash"]
+
+
+def test_a_headless_backtrace_right_before_a_failure_is_part_of_it() -> None:
+    fail = ("terminate called after throwing an instance of 'c10::DistBackendError'\n"
+            "  what():  [PG 3 Rank 5] Process group watchdog thread terminated with exception: [Rank 5] Watchdog "
+            "caught collective operation timeout: WorkNCCL(SeqNum=9141) ran for 600000 milliseconds before timing out.\n")
+    incs = scan_text(_C10_FRAMES + "\n" + fail)
+    assert [(i["kind"], i["first_line"]) for i in incs] == [("nccl", 5), ("crash", 5)]
+
+
+def test_a_traceback_that_lost_every_indent_is_a_failure() -> None:
+    text = ('File "/sglang/srt/managers/scheduler.py", line 2777, in run_scheduler_process\n'
+            "scheduler.event_loop_normal()\n"
+            'File "/sglang/srt/managers/scheduler.py", line 983, in event_loop_normal\n'
+            "batch = self.get_next_batch_to_run()\n")
+    (inc,) = scan_text(text)
+    assert inc["kind"] == "error" and inc["message"].startswith('File "/sglang/srt/managers/scheduler.py", line 983')
+    # faulthandler's dump ("line N in f", no comma) is no traceback
+    assert scan_text('File "/usr/lib/python3.10/threading.py", line 953 in run\n'
+                     'File "/usr/lib/python3.10/threading.py", line 1016 in _bootstrap_inner\n') == []
 
 
 def test_an_error_logged_line_by_line_is_one_incident() -> None:

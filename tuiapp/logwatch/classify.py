@@ -27,7 +27,13 @@ import re
 from dataclasses import dataclass, field
 
 from tuiapp.logwatch.catalogue import known_error
-from tuiapp.logwatch.generic import death_anywhere, generic_death, generic_error, might_fail
+from tuiapp.logwatch.generic import (
+    death_anywhere,
+    generic_death,
+    generic_error,
+    might_fail,
+    native_backtrace,
+)
 from tuiapp.logwatch.prefix import CPP_LOG_RE
 
 EXC_RE = re.compile(
@@ -52,6 +58,8 @@ ARGPARSE_ERROR = (r"(?:[\w.-]+: )?error: (?:unrecognized arguments: |the followi
                   r"|argument -|ambiguous option: )")
 # NVSHMEM reports an error as the source line that saw it (DeepEP's bootstrap, multi-node EP)
 NVSHMEM_SOURCE_LINE = r"\S*nvshmem\S*\.(?:cpp|cu|h):[\w:]*\d+: "
+# the head of NCCL's own log line, up to its level
+NCCL_HEAD = r"\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL "
 _XID_RE = re.compile(r"NVRM: Xid \(PCI:[\w:.]+\): (\d+)")
 _TB_HEAD = "Traceback (most recent call last)"
 
@@ -69,12 +77,13 @@ class Rule:
     prio: float = 0.0
     wrapper: bool = False  # only wraps a cause: a more specific kind elsewhere in the record wins
     specific: int = 1  # crash lines: how much the line says about the death (the best one is shown)
+    needs: str = ""  # tried only on lines holding this text (kept out of the one-pass union)
 
 
 def _r(kind: str, pattern: str, severity: str = "error", signature: str | None = None,
-       flags: int = 0, prio: float | None = None, wrapper: bool = False, specific: int = 1) -> Rule:
+       flags: int = 0, prio: float | None = None, wrapper: bool = False, specific: int = 1, needs: str = "") -> Rule:
     return Rule(kind, re.compile(pattern, flags), severity, signature,
-                PRIORITY.index(kind) if prio is None else prio, wrapper, specific)
+                PRIORITY.index(kind) if prio is None else prio, wrapper, specific, needs)
 
 
 _CRASH = PRIORITY.index("crash")
@@ -89,7 +98,7 @@ RULES: list[Rule] = [
     _r("oom", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed", prio=PRIORITY.index("error") - 0.5,
        wrapper=True),
     _r("oom", _E + r".*CUBLAS_STATUS_ALLOC_FAILED"),
-    _r("oom", r"\S+:\d+:\d+ \[\d+\] NCCL WARN .*out of memory"),
+    _r("oom", r"\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL WARN .*out of memory"),
     _r("nccl", r"Watchdog caught collective operation timeout"),
     _r("nccl", r"(?:[\w.]+\.)?DistBackendError\b"),
     _r("nccl", _E + r".*\bNCCL (?:error|communicator was aborted)"),
@@ -104,9 +113,12 @@ RULES: list[Rule] = [
     _r("nccl", r"(?:\[Rank \d+\]:? )?Ranks? [\d, ]+ failed to pass monitoredBarrier"),
     _r("nccl", r"Rank \d+ successfully reached monitoredBarrier, but received errors"),
     # NCCL's own WARN level: real failures follow with an error (traceback, c10 watchdog)
-    # that joins the same incident and makes it an error; a WARN at shutdown stays a warning
-    _r("nccl", r"\S+:\d+:\d+ \[\d+\] NCCL WARN\b", "warning"),
-    _r("nccl", r"\S+:\d+:\d+ \[\d+\] NCCL ERROR\b"),
+    # that joins the same incident and makes it an error; a WARN at shutdown stays a warning.
+    # NCCL prints "host:pid:tid [dev] file.cc:N NCCL WARN msg" (the source location since 2.x,
+    # none before); a paste may keep only "file.cc:N NCCL WARN msg".
+    _r("nccl", NCCL_HEAD + r"WARN\b", "warning"),
+    _r("nccl", NCCL_HEAD + r"ERROR\b"),
+    _r("nccl", r"(?:[\w.-]+/)*[\w.-]+\.(?:cc|c|cu|cpp|h):\d+ NCCL WARN\b", "warning", needs="NCCL WARN"),
     # a CUDA fault the NCCL watchdog thread noticed (the faulting kernel ran earlier, elsewhere)
     _r("cuda_fault", r"(?:\s*what\(\):\s+)?(?:\[E[\w ]*\.cpp:\d+\] )?(?:\[(?:PG [^\]]*|Rank \d+)\] ?)*"
        r"(?:NCCL|Process group) watchdog thread terminated with exception: CUDA error: ", signature="cuda_fault"),
@@ -165,13 +177,14 @@ RULES: list[Rule] = [
     _r("crash", r"terminate called after throwing an instance of\b", signature="crash", specific=2),
     _r("crash", r"Fatal Python error: (?:Aborted|Segmentation fault|Bus error|Floating point exception"
        r"|Illegal instruction)", signature="crash", specific=2),
-    _r("crash", r"(?:.*\bline \d+: +\d+ Killed\b|Killed\s*$)", signature="crash", specific=0),
+    _r("crash", r"(?:.*\bline \d+: +\d+ Killed\b|Killed\s*$)", signature="crash", specific=0, needs="Killed"),
     _r("crash", r"Segmentation fault \(core dumped\)", signature="crash", specific=2),
 ]
 # One pass over all rules for the common case of an ordinary line. A rule that must scan the
-# line (".*" first: the shell's "line N: PID Killed") stays out of it and is tried only when
-# the line has its word: in the union it doubled the cost of every ordinary line.
-_SCAN_RULES = [r for r in RULES if r.regex.pattern.startswith("(?:.*")]
+# line (".*" first: the shell's "line N: PID Killed") or that begins with any word (a bare
+# NCCL source location) stays out of it and is tried only when the line has its text: in the
+# union it doubled the cost of every ordinary line.
+_SCAN_RULES = [r for r in RULES if r.needs]
 _ANY_RULE_RE = re.compile("|".join(
     f"(?i:{r.regex.pattern})" if r.regex.flags & re.IGNORECASE else f"(?:{r.regex.pattern})"
     for r in RULES if r not in _SCAN_RULES
@@ -195,7 +208,7 @@ _RANK_RES = [
     re.compile(r"^Subprocess scheduler_(\d+) "),
     re.compile(r"\bRank (\d+) scheduler (?:died|is dead)"),
     re.compile(r"\bRank (\d+)\]"),
-    re.compile(r"^\S+:\d+:\d+ \[(\d+)\] NCCL "),
+    re.compile(r"^\S+:\d+:\d+ \[(\d+)\] (?:[\w./-]+:\d+ )?NCCL "),
     re.compile(r"^(?:Decode|Prefill|Encode|Embedding) \w+ failed for request rank=(\d+) "),
 ]
 _MAX_MESSAGE = 1000
@@ -223,6 +236,8 @@ class Finding:
     # the launcher's diagnostics after a child died)
     knock_on: str = ""
     generic: bool = False  # read by the generic layer: a burst of such lines is one incident
+    # a native backtrace without its head: part of the failure that follows it at once, if one does
+    fragment: bool = False
 
 
 def clean(line: str) -> str:
@@ -300,7 +315,7 @@ def final_exception(body: list[str]) -> tuple[int, str] | None:
 def _match(line: str) -> Rule | None:
     """The most specific rule matching the line (a capture failure that names an
     unsupported architecture is jit_arch, not oom)."""
-    if not _ANY_RULE_RE.match(line) and not ("Killed" in line and any(r.regex.match(line) for r in _SCAN_RULES)):
+    if not _ANY_RULE_RE.match(line) and not any(r.needs in line and r.regex.match(line) for r in _SCAN_RULES):
         return None
     best = None
     for rule in RULES:
@@ -392,15 +407,33 @@ def _cut_traceback(body: list[str], has_tb: bool) -> tuple[float, Rule, int, str
     """A traceback that ends before its exception line (a paste, a log cut short, a process
     killed mid-print): still a failure; its last frame says where. Without its "Traceback"
     header too (a log that starts mid-traceback) it takes two frames."""
-    if not has_tb and not body[0][:1].isspace():
+    # (a paste that lost every indent starts with its frame at column 0)
+    headless = body[0][:1].isspace() or body[0].startswith('File "')
+    if not has_tb and not headless:
         return None
     frames = [i for i, b in enumerate(body) if b.lstrip().startswith('File "')]
     if not frames:
         return None
     # (faulthandler's thread dumps, "line N in f" without the comma, are not tracebacks)
-    if not has_tb and not (body[0][:1].isspace() and sum(1 for i in frames if ", in " in body[i]) >= 2):
+    if not has_tb and not (headless and sum(1 for i in frames if ", in " in body[i]) >= 2):
         return None
     return (_GENERIC_RULE.prio, _GENERIC_RULE, frames[-1], body[frames[-1]].strip())
+
+
+def _native(body: list[str]) -> tuple[float, Rule, int, str] | None:
+    """A native backtrace no family reads (c10's frame dump, systemd-coredump's report), unless
+    the record is a warning that carries one (c10 prints a retried TCPStore connect with its
+    frames at level W)."""
+    head = body[0]
+    if head.lstrip().startswith(_NOT_A_FAILURE) or (
+            head[:1] == "[" and (m := CPP_LOG_RE.match(head) or _OLD_C10_RE.match(head)) is not None
+            and m.group(1) not in "EF"):
+        return None
+    found = native_backtrace(body)
+    if found is None:
+        return None
+    rule = _GENERIC_DEATH_RULE if found[0] == "crash" else _GENERIC_RULE
+    return (rule.prio, rule, found[1], body[found[1]].strip())
 
 
 def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule, int, str] | None:
@@ -437,6 +470,7 @@ def classify(body: list[str]) -> Finding | None:
         return None  # interpreter-shutdown noise from __del__
     best: tuple[float, Rule, int, str] | None = None
     death: tuple[int, Rule, int, str] | None = None
+    native = False
     for idx, line in cands:
         rule = _match(line)
         if rule is None:
@@ -470,6 +504,9 @@ def classify(body: list[str]) -> Finding | None:
         elif final is None:
             best = _generic(body, cands) or (
                 _headless_exception(body, cands) or _cut_traceback(body, has_tb) if len(body) > 1 else None)
+            if best is None and len(body) > 1:
+                best = _native(body)
+                native = best is not None
             if best is None:
                 return None
         else:
@@ -507,6 +544,11 @@ def classify(body: list[str]) -> Finding | None:
     elif rule is _GENERIC_RULE or rule is _HEADLESS_RULE:
         f.knock_on = "death"
     f.generic = rule is _GENERIC_RULE or rule is _HEADLESS_RULE
+    if native:
+        # a native backtrace is printed for a failure: it joins one open before it, and
+        # without its head ("Exception raised from ...") one that follows it at once
+        f.knock_on = "cause" if f.kind == "error" else f.knock_on
+        f.fragment = f.kind == "error" and not body[idx].lstrip().startswith("Exception raised from ")
     if death is not None and rule.kind != "crash":
         _, drule, didx, dline = death
         f.death = Finding("crash", "error", dline.strip()[:_MAX_MESSAGE], "crash", list(ranks),

@@ -81,6 +81,10 @@ _DEVICE_RE = (
     # Intel GPUs: Level Zero / UR / PI error codes, the kernel driver, the UMD's page fault
     r"|(?:UR_RESULT|ZE_RESULT|PI)_ERROR_\w+"
     r"|(?:\[[^\]]{1,40}\] )?(?:kernel: )?(?:i915|xe) [\w:.]+: \[drm\] .*(?:GPU HANG|[Rr]eset|hang)"
+    # the RDMA NICs NCCL and the KV-transfer engines run over (InfiniBand/RoCE, AWS EFA): their
+    # kernel drivers reporting a failed command, registration or a fatal error
+    r"|(?:\[[^\]]{1,40}\] )?(?:kernel: )?(?:infiniband|mlx[45]_core|mlx5_ib|efa|bnxt_re|irdma) [\w:.-]+: "
+    r".*(?:\b[Ff]ailed\b|\b[Ee]rror\b|\bFATAL\b|[Ff]atal error|timed out)"
     r"|Segmentation fault from GPU at 0x"
     # Ascend NPUs: CANN's error codes ("EZ9999: Inner Error!", "EE1001: ..."), torch_npu's ERRnnnnn
     r"|E[A-Z0-9]\d{4}: \S"
@@ -99,6 +103,8 @@ _DEATH_RE = (
     r"(?: \(core dumped\))?\s*$"
     r"|Fatal Python error: \S"
     r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d)"
+    # systemd-coredump's report (journald): "Process 6071 (python3) of user 0 dumped core."
+    r"|Process \d+ \([^)]*\) of user \d+ dumped core\b"
 )
 
 # fault reports specific enough to be found anywhere in a line (a runtime writes them into
@@ -141,7 +147,7 @@ RECORD_START_RE = re.compile(
 
 
 # two-character starts of the death patterns; with _may_start, the lines worth a full look
-_DEATH2 = frozenset({"Ab", "Bu", "Fl", "Il", "Tr", "Fa", "**", "!!", "##", "==", "(r", "A ", "Th", "co", "[3"})
+_DEATH2 = frozenset({"Ab", "Bu", "Fl", "Il", "Tr", "Fa", "**", "!!", "##", "==", "(r", "A ", "Th", "co", "[3", "Pr"})
 
 
 def might_fail(line: str) -> bool:
@@ -183,6 +189,38 @@ def generic_death(line: str) -> bool:
     # (a line ending in "(core dumped)" is found with a substring test: ".*" in the pattern
     # scanned every candidate line to its end)
     return bool(GENERIC_DEATH_RE.match(line)) or ("core dumped" in line and line.rstrip().endswith("(core dumped)"))
+
+
+# A native backtrace printed after a failure: c10's frame dump under "Exception raised from ...
+# (most recent call first):" ("frame #3: c10d::TCPStore::check(...) + 0x273 (0x7c... in
+# /.../libtorch_cpu.so)", "frame #9: /usr/bin/python3() [0x528b17]") and systemd-coredump's
+# report of a process that dumped core ("#4  0x00007f2ed76cb0ad _PySemaphore_Wait
+# (libpython3.13.so.1.0 + 0x2cb0ad)", "Stack trace of thread 91996:").
+_C10_FRAME_RE = re.compile(r"frame #\d+: .*(?:\(0x[0-9a-f]+ in \S+\)|\[0x[0-9a-f]+\])\s*$")
+_COREDUMP_FRAME_RE = re.compile(r"#\d+ +0x[0-9a-f]{8,16} \S+ \(\S+ \+ 0x[0-9a-f]+\)\s*$")
+_COREDUMP_THREAD = "Stack trace of thread "
+
+
+def native_backtrace(body: list[str]) -> tuple[str, int] | None:
+    """("error" or "crash", the index of the line to show) for a record holding two or more
+    frames of a native backtrace, None otherwise."""
+    c10 = core = 0
+    first = -1
+    for i, b in enumerate(body[:64]):
+        s = b.lstrip()
+        if s.startswith("frame #") and _C10_FRAME_RE.match(s):
+            c10 += 1
+        elif s.startswith(("#", _COREDUMP_THREAD)) and (s.startswith(_COREDUMP_THREAD) or _COREDUMP_FRAME_RE.match(s)):
+            core += 1
+        else:
+            continue
+        first = i if first < 0 else first
+    if core >= 2:
+        return "crash", first
+    if c10 >= 2:
+        raised = next((i for i, b in enumerate(body[:64]) if b.lstrip().startswith("Exception raised from ")), first)
+        return "error", raised
+    return None
 
 
 def death_anywhere(text: str) -> re.Match[str] | None:

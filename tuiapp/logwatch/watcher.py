@@ -112,6 +112,7 @@ class Record:
     log_t: float | None
     last_wall: float
     in_tb: bool = False  # inside a traceback, its exception line not seen yet
+    held: bool = False  # a headless native backtrace waiting for what follows it
     has_tb: bool = False
     last_nonblank: str = ""
     extra: dict[str, Any] = field(default_factory=dict)
@@ -140,7 +141,7 @@ class Record:
     def waiting(self) -> bool:
         """More of this record is due: a traceback without its exception line, or a
         message that ends with ":" (e.g. "Ninja build failed. Ninja output:")."""
-        return self.in_tb or self.last_nonblank.rstrip().endswith(":")
+        return self.in_tb or self.held or self.last_nonblank.rstrip().endswith(":")
 
     def expects_traceback(self) -> bool:
         head = self.body[0]
@@ -166,6 +167,9 @@ class LogWatcher:
         self._open: Record | None = None
         self._rank_open: dict[int, Record] = {}
         self._pending: list[Record] = []
+        # a native backtrace that lost its head, held until the next record says whether a
+        # failure follows it at once (then it was an earlier print of that failure's dump)
+        self._fragment: tuple[Record, Finding, str] | None = None
         self._last_closed: Record | None = None
         self._grouper = AlertGrouper(publish, group_window_s)
         self.ready = False
@@ -205,6 +209,7 @@ class LogWatcher:
             self._rank_open.clear()
             self._pending = []
             self._finish_in_order(done)
+            self._release_fragment()
 
     def restart(self) -> None:
         """The file was truncated or rotated: finish what we have, count lines from 1."""
@@ -243,6 +248,8 @@ class LogWatcher:
             self._pending = [rec for rec in self._pending if not quiet(rec)]
         if done:
             self._finish_in_order(done)
+        if self._fragment is not None and quiet(self._fragment[0]):
+            self._release_fragment()
 
     def _next_poll_s(self, lazy: bool = False) -> float:
         """Until the first open record goes quiet, at most ``idle_s`` (a record opened
@@ -251,7 +258,8 @@ class LogWatcher:
         that cannot raise anything are due after UNALARMING_WAIT_S, and there is no cap."""
         now = time.monotonic()
         with self._lock:
-            recs = [r for r in (self._open, *self._rank_open.values(), *self._pending) if r is not None]
+            recs = [r for r in (self._open, *self._rank_open.values(), *self._pending,
+                                self._fragment[0] if self._fragment is not None else None) if r is not None]
             due = min((r.last_wall + (TB_WAIT_S if r.waiting else UNALARMING_WAIT_S if lazy and _unalarming(r)
                                       else self.idle_s) for r in recs), default=now)
         wait_s = max(due - now, 0.002)
@@ -266,7 +274,7 @@ class LogWatcher:
             return self._next_poll_s(lazy=True) if self.has_open() else None
 
     def has_open(self) -> bool:
-        return bool(self._open or self._rank_open or self._pending)
+        return bool(self._open or self._rank_open or self._pending or self._fragment)
 
     async def run_poller(self) -> None:
         """Finish quiet records on time: every POLL_S while a record is open. While none is,
@@ -579,18 +587,35 @@ class LogWatcher:
             self._last_closed = rec
         cont_of = rec.extra.pop("cont_of", None)
         into = cont_of.extra.get("incident") if cont_of is not None else None
+        if self._fragment is not None and (finding is None or finding.fragment):
+            self._release_fragment()  # no failure follows the headless backtrace: it stands alone
+        self._fragment = None  # (or one does: the backtrace was an earlier print of its dump)
+        if finding is not None and finding.fragment and into is None:
+            rec.held = True  # (waits as a traceback missing its exception line does)
+            self._fragment = (rec, finding, text)
+            rec.extra["incident"] = None
+            return
         if finding is not None:
-            # the record's own prefix says whose it is; ranks in the text (a peer named in
-            # an NCCL message) count only for records without one
-            ranks = [rec.tp] if rec.tp is not None else finding.ranks
-            into = self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall, into=into,
-                                     sig_line=_line_of(rec, finding.line_index))
-            if finding.death is not None:
-                self._grouper.add(finding.death, ranks, rec.line_no, text, rec.log_t, rec.last_wall,
-                                  sig_line=_line_of(rec, finding.death.line_index))
+            into = self._add_finding(rec, finding, text, into)
         elif _SHUTDOWN_RE.match(rec.body[0]):
             self._grouper.note_shutdown(rec.log_t, rec.last_wall)
         rec.extra["incident"] = into  # a piece that continues this one joins the same incident
+
+    def _add_finding(self, rec: Record, finding: Finding, text: str, into: Any = None) -> Any:
+        # the record's own prefix says whose it is; ranks in the text (a peer named in
+        # an NCCL message) count only for records without one
+        ranks = [rec.tp] if rec.tp is not None else finding.ranks
+        into = self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall, into=into,
+                                 sig_line=_line_of(rec, finding.line_index))
+        if finding.death is not None:
+            self._grouper.add(finding.death, ranks, rec.line_no, text, rec.log_t, rec.last_wall,
+                              sig_line=_line_of(rec, finding.death.line_index))
+        return into
+
+    def _release_fragment(self) -> None:
+        held, self._fragment = self._fragment, None
+        if held is not None:
+            held[0].extra["incident"] = self._add_finding(*held)
 
 
 def _year_month(t: float) -> tuple[int, int]:
