@@ -1,0 +1,44 @@
+"""`tuiapp attach --headless --summary` on the simulator with EAGLE-3, as a user runs it: the
+printer's server startup line and run lines with acceptance per position, and the summary file's
+per-position figures (within 2 points of the simulator's configured acceptance) and start-up
+breakdown."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from tuiapp.sim.process import SimProcess
+
+CONFIGURED = (0.9, 0.7, 0.5)  # conditional acceptance of draft positions 1-3
+
+
+@pytest.mark.slow
+def test_attach_headless_shows_startup_phases_and_acceptance_per_position(tmp_path):
+    sim = SimProcess(["--model-path", "/models/Kimi-K2.5", "--tp", "8", "--enable-metrics", "--sim-step-ms", "2",
+                      "--speculative-algorithm", "EAGLE3", "--sim-spec-accept", ",".join(map(str, CONFIGURED))],
+                     speed=100)
+    summary = tmp_path / "s.json"
+    try:
+        sim.wait_ready(60)
+        r = subprocess.run([sys.executable, "-m", "tuiapp", "attach", sim.url, "--headless", "--runs", "3",
+                            "--requests-per-run", "4", "--concurrency", "2", "--max-new-tokens", "200",
+                            "--telemetry", "off", "--metrics-interval", "0.2", "--summary", str(summary)],
+                           capture_output=True, text=True, timeout=120)
+    finally:
+        sim.stop()
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    startup = [line for line in lines if " server " in line and " startup tokenizer_e2e=" in line]
+    assert len(startup) == 1 and "distributed_init=" in startup[0] and "cuda_graph=" in startup[0]
+    runs = [line for line in lines if " run " in line]
+    assert len(runs) == 3 and all(" accept_pos=" in line and " accept_cond=" in line for line in runs)
+    data = json.loads(summary.read_text())
+    assert data["accept_conditional_by_position"] == pytest.approx(CONFIGURED, abs=0.02)
+    assert all(len(run["accept_by_position"]) == 3 for run in data["runs"])
+    phases = data["server_startup"]["phases_s"]
+    assert data["server_startup"]["total_s"] == phases["tokenizer_e2e"] > phases["scheduler_e2e"] > phases["load_weight"] > 0
+    assert set(data["server_startup"]["cuda_graph_s"]) >= {"target_verify", "draft_decode"}
