@@ -33,7 +33,7 @@ def test_attach_headless_shows_startup_phases_and_acceptance_per_position(tmp_pa
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
     startup = [line for line in lines if " server " in line and " startup tokenizer_e2e=" in line]
-    assert len(startup) == 1 and "distributed_init=" in startup[0] and "cuda_graph=" in startup[0]
+    assert len(startup) == 1 and "load_weight=" in startup[0] and "cuda_graph=" in startup[0]
     runs = [line for line in lines if " run " in line]
     assert len(runs) == 3 and all(" accept_pos=" in line and " accept_cond=" in line for line in runs)
     data = json.loads(summary.read_text())

@@ -79,7 +79,7 @@ def render_metrics(sim) -> str:
         gauge("graph_memory_usage_gb", "CUDA graph memory usage in GB.", round(gib, 2), _labels({**sched, "phase": phase}))
     gauge("context_len", "Context length.", sim.context_len)
     # the engine's start-up by phase, written once ready (tokenizer labels): 0.5.23's phases and
-    # graph phases, and the main branch's registry phase distributed_init
+    # graph phases
     for name, help_, phases in (
             ("startup_time_seconds", "Engine startup duration by phase in seconds.", sim.phase_s if sim.ready else {}),
             ("startup_cuda_graph_time_seconds", "CUDA graph capture duration by phase in seconds.",
