@@ -43,7 +43,9 @@ EXC_RE = re.compile(
 # an exception line a process printed on its own (no Traceback header): a CamelCase class
 # name and a message, so "Error: ..." or "ERROR: ..." prose is not one
 _BARE_EXC_RE = re.compile(
-    r"(?:[a-z_]\w*\.)*(?:[A-Z][A-Za-z0-9]*(?:Error|Exception)|Exception)(?:\([\w.]*\))?: \S")
+    r"(?:[a-z_]\w*\.)*(?:[A-Z][A-Za-z0-9]*(?:Error|Exception)|Exception)(?:\([\w.]*\))?: \S"
+    # a class from a package's exceptions module, whatever its name ("torch._dynamo.exc.Unsupported: ...")
+    r"|(?:[a-z_]\w*\.)+(?:exc|errors|exceptions)\.[A-Z]\w*: \S")
 _QUIET_EXC = {"KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.CancelledError",
               "asyncio.exceptions.CancelledError", "GeneratorExit"}
 _TAGS_RE = re.compile(r"(?:\[(?:PG [^\]]*|Rank \d+)\] ?)+")
@@ -413,7 +415,9 @@ def _cut_traceback(body: list[str], has_tb: bool) -> tuple[float, Rule, int, str
         return None
     frames = [i for i, b in enumerate(body) if b.lstrip().startswith('File "')]
     if not frames:
-        return None
+        # only the header made it (the log ends there, or the rest went elsewhere)
+        head = next((i for i, b in enumerate(body) if b.lstrip().startswith(_TB_HEAD)), None) if has_tb else None
+        return None if head is None else (_GENERIC_RULE.prio, _GENERIC_RULE, head, body[head].strip())
     # (faulthandler's thread dumps, "line N in f" without the comma, are not tracebacks)
     if not has_tb and not (headless and sum(1 for i in frames if ", in " in body[i]) >= 2):
         return None
@@ -456,7 +460,7 @@ def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule
         if ((suspect and generic_error(line)) or known_error(line)) and not _CLIENT_ERROR_RE.match(line):
             return (_GENERIC_RULE.prio, _GENERIC_RULE, idx, line)
     for idx, b in enumerate(body[:64]):
-        if ("Reason:" in b or "__terminate" in b) and death_anywhere(b):
+        if ("Reason:" in b or "__terminate" in b or "Back-off" in b) and death_anywhere(b):
             return (_GENERIC_DEATH_RULE.prio, _GENERIC_DEATH_RULE, idx, b.strip())
     return None
 
@@ -503,7 +507,7 @@ def classify(body: list[str]) -> Finding | None:
             best = (_BARE_RULE.prio, _BARE_RULE, 0, head)
         elif final is None:
             best = _generic(body, cands) or (
-                _headless_exception(body, cands) or _cut_traceback(body, has_tb) if len(body) > 1 else None)
+                _headless_exception(body, cands) or _cut_traceback(body, has_tb) if len(body) > 1 or has_tb else None)
             if best is None and len(body) > 1:
                 best = _native(body)
                 native = best is not None

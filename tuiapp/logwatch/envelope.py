@@ -2,6 +2,7 @@
 
 Logs reach us through whatever collected them: ``docker logs -t`` (RFC 3339 with
 nanoseconds), docker's json-file logs on disk (``{"log":"...\\n","stream":...}``), docker compose (``sglang-1  | ``), ``kubectl logs --prefix`` (``[pod/x/c] ``),
+Open MPI's ``mpirun --tag-output`` (``[1,0]<stderr>:``, with ``--timestamp-output`` a date before it),
 the kubelet's CRI files (``<ts> stdout F ``), journald (``Dec 01 20:18:09 host unit[pid]: ``),
 cloud logging exports (``ERROR 2025-04-07T19:13:52.317869663Z ``), Kibana/ELK
 (``May 16, 2026 @ 20:46:57.892    ``) and browser log viewers (``[2025-11-06T02:10:00.703Z] ``).
@@ -60,7 +61,12 @@ ENVELOPES: dict[str, re.Pattern[str]] = {
     "kubectl": re.compile(r"\[pod/[\w.-]+/[\w.-]+\] "),
     # pm2's "0|app  | " (process id and name)
     "pm2": re.compile(r"\d+\|[\w.@-]+\s*\| ?"),
-    "compose": re.compile(r"[\w.@-]+\s*\| "),  # also swarm's "svc.1.id@node    | "
+    # (a level in that column is loguru's "ERROR    | ...", not a service's name)
+    "compose": re.compile(r"(?!(?:TRACE|DEBUG|INFO|SUCCESS|WARNING|WARN|ERROR|CRITICAL|FATAL)\s*\|)[\w.@-]+\s*\| "),
+    # Open MPI's --tag-output "[jobid,rank]<stderr>:" (after --timestamp-output's "Thu Jan 23 11:55:50 2025");
+    # the line follows the colon directly, its own indent kept
+    "mpi": re.compile(r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _MON + r" [ \d]\d \d\d:\d\d:\d\d \d{4})?"
+                      r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:"),
     # a paste quoted in markdown, line by line
     "quote": re.compile(r"> ?"),
 }

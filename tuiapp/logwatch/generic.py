@@ -49,6 +49,8 @@ _LEVEL_RE = (
     r"|(?:ERROR|FATAL) +[\w:]+(?:[\w:]*::\w+)?: "
     # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal)
     r"|[EF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] "
+    # logrus's text format (the docker CLI, containerd, Go tools): "ERRO[0000] msg", "FATA[2024-...] msg"
+    r"|(?:ERRO|FATA|PANI)\[[^\]]{1,40}\] +\S"
 )
 _PANIC_RE = (
     r"thread '[^']*' panicked at\b"  # Rust (the router/gateway)
@@ -108,9 +110,16 @@ _DEATH_RE = (
 )
 
 # fault reports specific enough to be found anywhere in a line (a runtime writes them into
-# whatever the terminal shows, e.g. a tqdm bar)
+# whatever the terminal shows, e.g. a tqdm bar; a library reports a failed HIP call after its
+# own prefix: "[AITER] file.cpp:141 fail to call hipModuleLaunchKernel(...) ---> [HIP error](...)")
 _ANYWHERE_RE = re.compile(r"Memory access fault by GPU node-\d+ \(Agent handle|HSA_STATUS_ERROR_\w+|"
-                          r"NVRM: Xid |an illegal memory access was encountered")
+                          r"NVRM: Xid |an illegal memory access was encountered|"
+                          r"\[HIP error\]\(|\bfail(?:ed)? to call hip[A-Z]\w*\(")
+_ANYWHERE_HINTS = ("Memory access", "HSA_STATUS", "illegal memory", "HIP error", "to call hip")
+# a pod in a failed state, as `kubectl get pods` lists it: NAME READY STATUS RESTARTS AGE
+_POD_ROW_RE = re.compile(r"\S+\s+\d+/\d+\s+(CrashLoopBackOff|OOMKilled|Error|ImagePullBackOff|ErrImagePull"
+                         r"|CreateContainer(?:Config)?Error|RunContainerError)\s+\d+")
+_POD_DEATHS = ("CrashLoopBackOff", "OOMKilled", "Error")
 # Patterns that begin with any word: tried only when the line has what they need.
 _ANY_WORD = (
     # "srun: error: ...", "slurmstepd: error: ...", "[ts] error: *** STEP ... CANCELLED ***"
@@ -124,7 +133,7 @@ _ANY_WORD_RE = re.compile(_ANY_WORD)
 # Every other pattern begins with a symbol, a digit or one of these words: a line that starts
 # otherwise (most of what a server prints) skips the big pattern.
 _SYM_START = frozenset("[(-|{:*!<0123456789")
-_WORD2 = frozenset({"ER", "CR", "FA", "EM", "AL", "Er", "Fa", "Cr", "Ex", "Ta", "Fu", "th", "pa", "fa", "Ch", "Ab",
+_WORD2 = frozenset({"ER", "CR", "FA", "EM", "AL", "Er", "Fa", "Cr", "Ex", "Ta", "Fu", "th", "pa", "fa", "Ch", "Ab", "PA",
                     "CU", "cu", "NV", "ke", "Me", "HS", "hi", "HI", "ro", "MI", "RC", "am", "UR", "ZE", "PI", "i9",
                     "xe", "Se"})
 GENERIC_ERROR_RE = re.compile(r"(?:" + _LEVEL_RE + "|" + _PANIC_RE + "|" + _DEVICE_RE + r")")
@@ -155,8 +164,18 @@ def might_fail(line: str) -> bool:
     patterns are then not tried at all."""
     return (_may_start(line) or line[:2] in _DEATH2 or "core dumped" in line or "Assertion" in line
             or "rror: " in line or "RROR: " in line or "atal: " in line or "ATAL: " in line
-            or line.endswith((":", ": ")) or "level=" in line or "Memory access" in line or "HSA_STATUS" in line
-            or "illegal memory" in line)
+            or line.endswith((":", ": ")) or "level=" in line or any(h in line for h in _ANYWHERE_HINTS)
+            or _pod_hint(line))
+
+
+def _pod_hint(line: str) -> bool:
+    return "/" in line and ("BackOff" in line or "OOMKilled" in line or "Error " in line or "ErrImage" in line)
+
+
+def _failed_pod(line: str) -> str | None:
+    """The status of a pod row that `kubectl get pods` lists in a failed state."""
+    m = _POD_ROW_RE.match(line) if _pod_hint(line) else None
+    return m.group(1) if m else None
 
 
 def _may_start(line: str) -> bool:
@@ -173,22 +192,26 @@ def generic_error(line: str) -> bool:
     if ("Assertion" in line or "rror: " in line or "RROR: " in line or "atal: " in line or "ATAL: " in line
             or line.endswith((":", ": "))) and _ANY_WORD_RE.match(line):
         return True
-    if ("Memory access" in line or "HSA_STATUS" in line or "illegal memory" in line) and _ANYWHERE_RE.search(line):
+    if any(h in line for h in _ANYWHERE_HINTS) and _ANYWHERE_RE.search(line):
+        return True
+    if _failed_pod(line) is not None:  # (a pod that cannot start: its image, its config)
         return True
     if "level=" in line and _LOGFMT_RE.search(line):
         return True
     return line[:1] == "{" and bool(_JSON_LEVEL_RE.search(line))
 
 
-# signs of a death anywhere in a record: a container state (kubectl describe), a C++
-# terminate in a native backtrace
-_DEATH_ANYWHERE_RE = re.compile(r"\bReason:\s+(?:OOMKilled|CrashLoopBackOff)\b|__cxxabiv1::__terminate\b")
+# signs of a death anywhere in a record: a container state (kubectl describe), the kubelet
+# backing off a container that keeps dying (its events), a C++ terminate in a native backtrace
+_DEATH_ANYWHERE_RE = re.compile(r"\bReason:\s+(?:OOMKilled|CrashLoopBackOff)\b|__cxxabiv1::__terminate\b"
+                                r"|\bBack-off restarting failed container\b")
 
 
 def generic_death(line: str) -> bool:
     # (a line ending in "(core dumped)" is found with a substring test: ".*" in the pattern
     # scanned every candidate line to its end)
-    return bool(GENERIC_DEATH_RE.match(line)) or ("core dumped" in line and line.rstrip().endswith("(core dumped)"))
+    return (bool(GENERIC_DEATH_RE.match(line)) or ("core dumped" in line and line.rstrip().endswith("(core dumped)"))
+            or _failed_pod(line) in _POD_DEATHS)
 
 
 # A native backtrace printed after a failure: c10's frame dump under "Exception raised from ...
@@ -224,6 +247,6 @@ def native_backtrace(body: list[str]) -> tuple[str, int] | None:
 
 
 def death_anywhere(text: str) -> re.Match[str] | None:
-    if "Reason:" not in text and "__terminate" not in text:
+    if "Reason:" not in text and "__terminate" not in text and "Back-off" not in text:
         return None
     return _DEATH_ANYWHERE_RE.search(text)
