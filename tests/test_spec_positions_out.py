@@ -115,3 +115,20 @@ def test_compare_reads_a_ledgers_per_run_positions(tmp_path):
     path2.write_text(json.dumps(other))
     got = {r.metric: r.verdict for r in compare(load(path), load(path2)) if r.metric.startswith("accept_p")}
     assert got == {"accept_p1": "lower", "accept_p2": "within noise"}
+
+
+def test_compare_reads_recordings_runs_histograms_per_trial(tmp_path):
+    from tuiapp.events import dump_event
+    from tuiapp.record.header import build_header
+
+    def recording(name: str, third: int) -> str:
+        path = tmp_path / name
+        runs = [_run(i, [10 + i, 20, 70 - third - i, third], trial="eagle") for i in range(3)]
+        path.write_bytes(json.dumps(build_header(start_t_s=0.0)).encode() + b"\n"
+                         + b"".join(dump_event(r) + b"\n" for r in runs))
+        return path
+
+    rows = compare(load(recording("a.jsonl", 40)), load(recording("b.jsonl", 20)))
+    got = {r.metric: (r.verdict, r.n_base, r.n_new) for r in rows if r.metric.startswith("accept_p")}
+    assert got["accept_p3"] == ("lower", 3, 3) and got["accept_p1"][0] == "within noise"
+    assert all(r.group == "eagle" for r in rows)
