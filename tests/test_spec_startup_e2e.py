@@ -1,7 +1,7 @@
 """`tuiapp attach --headless --summary` on the simulator with EAGLE-3, as a user runs it: the
 printer's server startup line and run lines with acceptance per position, and the summary file's
 per-position figures (within 2 points of the simulator's configured acceptance) and start-up
-breakdown."""
+breakdown, with the start-up work a main-branch server counts after ready."""
 
 from __future__ import annotations
 
@@ -19,7 +19,8 @@ CONFIGURED = (0.9, 0.7, 0.5)  # conditional acceptance of draft positions 1-3
 @pytest.mark.slow
 def test_attach_headless_shows_startup_phases_and_acceptance_per_position(tmp_path):
     sim = SimProcess(["--model-path", "/models/Kimi-K2.5", "--tp", "8", "--enable-metrics", "--sim-step-ms", "2",
-                      "--speculative-algorithm", "EAGLE3", "--sim-spec-accept", ",".join(map(str, CONFIGURED))],
+                      "--speculative-algorithm", "EAGLE3", "--sim-spec-accept", ",".join(map(str, CONFIGURED)),
+                      "--sim-post-ready-jit-s", "20"],  # 0.2 s at speed 100: the warm-up request waits on it
                      speed=100)
     summary = tmp_path / "s.json"
     try:
@@ -42,3 +43,6 @@ def test_attach_headless_shows_startup_phases_and_acceptance_per_position(tmp_pa
     phases = data["server_startup"]["phases_s"]
     assert data["server_startup"]["total_s"] == phases["tokenizer_e2e"] > phases["scheduler_e2e"] > phases["load_weight"] > 0
     assert set(data["server_startup"]["cuda_graph_s"]) >= {"target_verify", "draft_decode"}
+    # the main branch's count of start-up work after ready (a lazy JIT), in the summaries
+    assert data["server_startup"]["post_startup_s"] == pytest.approx(0.2)
+    assert "server startup: tokenizer_e2e=" in r.stdout and "after_ready=0.20s" in r.stdout

@@ -153,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     sim.add_argument("--sim-spec-adaptive", action="store_true", help="Every other verify step has a budget of one draft fewer (adaptive steps): later positions go unobserved, not rejected.")
     sim.add_argument("--sim-old-loads", action="store_true", help="A server before /v1/loads (SGLang #23010): a 404 there, /get_load (a scheduler RPC) only.")
     sim.add_argument("--sim-metric-names", choices=("colon", "underscore"), default="colon", help="Spell /metrics names sglang:x (the server) or sglang_x (a router's /engine_metrics, Prometheus escaping).")
+    sim.add_argument("--sim-post-ready-jit-s", type=float, default=0.0, metavar="S", help="The first prefill after ready waits S seconds (scaled by --sim-speed) on a lazy JIT compile, counted as the main branch counts start-up work after ready (sglang:post_startup_time_seconds_total{phase=\"deepgemm_jit\"}).")
     sim.add_argument("--sim-step-ms", type=float, default=None, help="Override the modelled decode step at batch 1; prefill time scales with it (benchmarks of the simulator itself).")
     sim.add_argument("--sim-queue-full-status", choices=QUEUE_FULL_ANSWERS, default="abort", help="How a request beyond --max-queued-requests is refused: abort (0.5.23: a stream gets HTTP 200 and an in-stream abort, a non-streaming request HTTP 503), 503 (HTTP 503 before any stream, as older servers), 429 (HTTP 429 with an empty body, as the SGLang Model Gateway's queue).")
     return parser

@@ -197,6 +197,10 @@ class Scheduler:
         self.new_token_ratio = INIT_NEW_TOKEN_RATIO
         self.active_gpus = farm.select(range(plan.world_size))
         self.on_step: list[Callable[[], None]] = []  # fault hooks, called before each decode step
+        # a lazy JIT compile the first prefill after ready waits on (--sim-post-ready-jit-s), and
+        # the seconds such start-up work took after ready, as the main branch counts them
+        self.post_ready_jit_s = 0.0
+        self.post_startup_s: dict[str, float] = {}
         self.nan_pending = False
         self.kv_pressure = False
         # decode-log window
@@ -329,6 +333,10 @@ class Scheduler:
             batch, new_tokens = self._admit()
             if batch:
                 self._gpu_load("prefill")
+                if self.post_ready_jit_s:
+                    jit_s, self.post_ready_jit_s = self.post_ready_jit_s, 0.0
+                    deadline += jit_s
+                    self.post_startup_s["deepgemm_jit"] = self.post_startup_s.get("deepgemm_jit", 0.0) + jit_s
                 deadline += self.plan.prefill_s(new_tokens) * self.step_s / self.plan.step_s
                 await self._sleep_until(deadline)
                 self._prefill_done(batch, new_tokens)

@@ -91,6 +91,9 @@ def render_metrics(sim) -> str:
     counter("cuda_graph_passes", "Forward passes run with CUDA graph.", [
         (_labels({**sched, "mode": mode}), n) for mode, n in s.cuda_graph_passes_total.items()])
     counter("num_retracted_requests", "Retracted requests.", [(sl, s.retracted_total)])
+    # the main branch's start-up work after ready (0.5.23 has no such counter)
+    counter("post_startup_time_seconds", "Startup-phase work recorded after the server became ready.", [
+        (_labels({**sched, "phase": phase}), seconds) for phase, seconds in s.post_startup_s.items()])
     counter("num_retracted_input_tokens", "Input tokens of retracted requests.", [(sl, s.retracted_input_tokens_total)])
     counter("num_retracted_output_tokens", "Output tokens of retracted requests.", [(sl, s.retracted_output_tokens_total)])
     counter("prompt_tokens", "Number of prefill tokens processed.", [

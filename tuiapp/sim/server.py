@@ -319,6 +319,7 @@ class SimServer:
             await self.warmup()
         self.startup_s = time.monotonic() - t0
         self.phase_s["tokenizer_e2e"] = self.startup_s
+        self.scheduler.post_ready_jit_s = (getattr(self.ns, "sim_post_ready_jit_s", 0.0) or 0.0) / self.speed
         self.ready = True
         self.log.emit("The server is fired up and ready to roll!")
 
