@@ -60,6 +60,7 @@ def test_unreachable_url_is_one_line_error():
     assert progress and all(p.startswith("tuiapp attach: waiting for http://127.0.0.1:1") for p in progress)
 
 
+@pytest.mark.slow
 def test_wrong_key_and_bad_input(server_url, tmp_path):
     r = attach(server_url, "--api-key", "nope-nope", "--headless", "--runs", "1")
     assert r.returncode == 1 and "401" in r.stderr and "nope-nope" not in r.stderr + r.stdout

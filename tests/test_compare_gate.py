@@ -82,6 +82,7 @@ def _row(name: str, status: str = "ok", runs=(80.0, 80.5, 79.5), **kw) -> dict:
             "requests": 30, "failed_requests": 0, **kw}
 
 
+@pytest.mark.slow
 def test_ledgers_a_failed_or_missing_trial_is_invalid_and_a_malformed_ledger_is_usage(tmp_path):
     base = tmp_path / "base.json"
     base.write_text(json.dumps([_row("a", is_baseline=True), _row("b")]))

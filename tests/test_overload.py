@@ -264,6 +264,7 @@ async def test_max_running_requests_caps_the_batch():
 # ---------------------------------------------------------------- a server that dies mid-sweep
 
 
+@pytest.mark.slow
 async def test_a_sweep_whose_server_dies_midway_never_exits_0(fake_sglang, tmp_path):
     srv = await fake_sglang(prefill_s=0.01, step_s=0.002, die_after=10)
     summary = tmp_path / "s.json"

@@ -116,6 +116,7 @@ def test_attach_benchmarks_a_server_whose_models_list_fails(failing_models_serve
         assert "requests name none" in r.stdout
 
 
+@pytest.mark.slow
 def test_launch_benchmarks_a_server_whose_models_list_fails(tmp_path: Path):
     port = free_port()
     r = subprocess.run([sys.executable, "-m", "tuiapp", "launch", "--headless", "--runs", "2", "--max-new-tokens", "24",

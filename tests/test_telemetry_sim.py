@@ -142,6 +142,7 @@ async def test_sampler_over_the_sim_backend(fake_sim):
     assert rates and all(r >= 0 for r in rates)
 
 
+@pytest.mark.slow
 def test_against_the_real_simulator():
     process = pytest.importorskip("tuiapp.sim.process")
     sim = process.SimProcess(["--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"], speed=20)

@@ -46,6 +46,7 @@ def grid(tmp_path: Path, order: str = "grid") -> Path:
     return path
 
 
+@pytest.mark.slow
 def test_a_2x2_grid_is_4_trials_in_dry_run(tmp_path):
     out = tuiapp("trials", str(grid(tmp_path)), "--dry-run")
     assert out.returncode == 0, out.stderr
@@ -204,6 +205,7 @@ benchmark: {qps: {lower: 1, upper: 16}}
 """
 
 
+@pytest.mark.slow
 def test_an_sglang_auto_benchmark_config_is_read_as_a_plan(tmp_path):
     from tuiapp.trials.plan import load_plan
 

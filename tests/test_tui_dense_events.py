@@ -5,6 +5,7 @@ one frame interval after the previous one. An alert still wakes the reader at on
 import asyncio
 import time
 
+import pytest
 from session_helpers import idle  # tests/ is on the path
 
 from tuiapp.events import Alert, GpuSample, RequestDone
@@ -13,6 +14,7 @@ from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.screens import dashboard
 
 
+@pytest.mark.slow
 async def test_dense_events_ride_the_next_frame_and_alerts_come_at_once(monkeypatch):
     monkeypatch.setattr(dashboard, "FRAME_S", 0.4)
     session = Session(title="dense", sources=[idle])
