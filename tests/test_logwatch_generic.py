@@ -1,6 +1,6 @@
 """The generic layer under the family rules (generic.py), the collectors' envelopes it relies
 on, the error catalogue from the sources, knock-ons joining their cause, and the
-out-of-sample rounds (tests/data/logs_oos .. logs_oos6) held to their hand-written labels."""
+out-of-sample rounds (tests/data/logs_oos .. logs_oos7) held to their hand-written labels."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tuiapp.logwatch.watcher import LogWatcher
 
 DATA = Path(__file__).parent / "data"
 ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4", DATA / "logs_oos5",
-          DATA / "logs_oos6"]
+          DATA / "logs_oos6", DATA / "logs_oos7"]
 # known misses, kept failing on purpose (strict: the test says so when one starts to pass)
 KNOWN_MISSES: dict[str, str] = {}
 OOS = [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[p.stem])) if p.stem in KNOWN_MISSES
@@ -168,8 +168,19 @@ def test_scary_but_harmless_lines_stay_silent(line: str) -> None:
     ("sglang-router-5bf4fdddd4-jjf2z   0/1     ImagePullBackOff   0          2m", "error"),
     # an exception class from a package's exceptions module
     ("torch._dynamo.exc.FailOnRecompileLimitHit: recompile_limit reached with fullgraph=True.", "error"),
-    # a traceback of which only the header made it
+    # a traceback of which only the header made it (Python's, IPython's, Rich's)
     ("Traceback (most recent call last):", "error"),
+    ("RuntimeError                              Traceback (most recent call last)", "error"),
+    ("╭──────────── Traceback (most recent call last) ────────────╮", "error"),
+    # systemd on a unit whose main process died
+    ("sglang.service: Main process exited, code=killed, status=9/KILL", "crash"),
+    ("sglang.service: Failed with result 'oom-kill'.", "crash"),
+    # bracketed fields before a lower-case level (Intel Gaudi's Synapse), the Neuron runtime's own format
+    ("[19:08:34.164951][SYN_API       ][error][tid:44F8A] synGraphCompile: SYN_API_CALL failed status: 26", "error"),
+    ("2022-Feb-16 18:20:38.0531 10705:10705 ERROR   NRT:nrt_init    Unable to read compatible Driver version.", "error"),
+    # a component's "failed to ...: reason", an exception reported by its type's repr
+    ("ggml_cuda_init: failed to initialize CUDA: unknown error", "error"),
+    ("[router stdout] [60611] Python Exception <class 'ModuleNotFoundError'>: No module named 'encodings'", "error"),
 ])
 def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -> None:
     assert [i["kind"] for i in scan_text(line + "\n")] == [kind]
@@ -182,6 +193,9 @@ def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -
     "sglang-0                          1/1     Running   0          25h",
     "W0921 18:32:27.863000 6084 torch/_dynamo/convert_frame.py:964] [9/64] torch._dynamo hit config.recompile_limit (64)",
     "INFO[0000] Container sglang started",
+    "sglang.service: Main process exited, code=exited, status=0/SUCCESS",
+    "2022-Feb-16 18:20:38.0531 10705:10705 INFO    NRT:nrt_init    Neuron runtime started",
+    "xpu-smi: failed, falling back to sysfs",
 ])
 def test_the_fabrics_ordinary_lines_stay_silent(line: str) -> None:
     assert scan_text(line + "\n") == []
@@ -286,6 +300,8 @@ def test_an_exception_group_shows_its_sub_exception() -> None:
     # Open MPI's --tag-output, with and without --timestamp-output (the line's own indent kept)
     ('Thu Jan 23 11:55:50 2025[1,1]<stderr>:  File "/a.py", line 1, in f', '  File "/a.py", line 1, in f'),
     ("[1,0]<stdout>:[2026-01-01 12:00:00 TP0] x", "[2026-01-01 12:00:00 TP0] x"),
+    # srun --label's task number
+    ("0: [2026-01-01 12:00:00 TP0] x", "[2026-01-01 12:00:00 TP0] x"),
     # a level in compose's column is loguru's, not a service: nothing comes off
     ("ERROR    | magic_pdf.tools.cli:parse_doc:96 - x", "ERROR    | magic_pdf.tools.cli:parse_doc:96 - x"),
 ])

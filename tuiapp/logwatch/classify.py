@@ -64,6 +64,9 @@ NVSHMEM_SOURCE_LINE = r"\S*nvshmem\S*\.(?:cpp|cu|h):[\w:]*\d+: "
 NCCL_HEAD = r"\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL "
 _XID_RE = re.compile(r"NVRM: Xid \(PCI:[\w:.]+\): (\d+)")
 _TB_HEAD = "Traceback (most recent call last)"
+# a traceback's header as Python, IPython ("RuntimeError     Traceback (most recent call last)") and Rich
+# ("╭──── Traceback (most recent call last) ────╮") print it
+_TB_HEADER_RE = re.compile(r"[\s╭─│]*(?:[\w.]+\s{2,})?Traceback \(most recent call last\)")
 
 
 PRIORITY = ["oom", "cuda_fault", "nccl", "ep_bootstrap", "jit_arch", "keyerror", "assertion", "numerical", "hang",
@@ -416,7 +419,7 @@ def _cut_traceback(body: list[str], has_tb: bool) -> tuple[float, Rule, int, str
     frames = [i for i, b in enumerate(body) if b.lstrip().startswith('File "')]
     if not frames:
         # only the header made it (the log ends there, or the rest went elsewhere)
-        head = next((i for i, b in enumerate(body) if b.lstrip().startswith(_TB_HEAD)), None) if has_tb else None
+        head = next((i for i, b in enumerate(body) if _TB_HEADER_RE.match(b)), None) if has_tb else None
         return None if head is None else (_GENERIC_RULE.prio, _GENERIC_RULE, head, body[head].strip())
     # (faulthandler's thread dumps, "line N in f" without the comma, are not tracebacks)
     if not has_tb and not (headless and sum(1 for i in frames if ", in " in body[i]) >= 2):

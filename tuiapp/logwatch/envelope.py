@@ -67,6 +67,8 @@ ENVELOPES: dict[str, re.Pattern[str]] = {
     # the line follows the colon directly, its own indent kept
     "mpi": re.compile(r"(?:(?:Mon|Tue|Wed|Thu|Fri|Sat|Sun) " + _MON + r" [ \d]\d \d\d:\d\d:\d\d \d{4})?"
                       r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:"),
+    # a launcher's per-task label: srun --label, pdsh ("0: <line>")
+    "label": re.compile(r"\d{1,5}: "),
     # a paste quoted in markdown, line by line
     "quote": re.compile(r"> ?"),
 }

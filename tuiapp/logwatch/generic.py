@@ -23,8 +23,8 @@ from __future__ import annotations
 import re
 
 # a timestamp as loggers write it (ISO, with or without date, comma or dot fraction)
-_TS = (r"\[?(?:\d{4}[-/]\d\d[-/]\d\d[T ]|\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
-       r"(?: [A-Z]{3})?\]?")
+_TS = (r"\[?(?:\d{4}[-/]\d\d[-/]\d\d[T ]|\d{4}-[A-Z][a-z]{2}-\d\d |\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?"
+       r"(?:Z|[+-]\d\d:?\d\d)?(?: [A-Z]{3})?\]?")
 _LVL = r"(?:ERROR|FATAL|CRITICAL|CRIT|EMERG|ALERT|Error|Fatal|Critical)"
 _LEVEL_RE = (
     # "ERROR:root:msg", uvicorn "ERROR:    msg"
@@ -41,10 +41,12 @@ _LEVEL_RE = (
     # "<ts> - name - ERROR - msg", "<ts> | ERROR | msg" (loguru), "<ts> ERROR target: msg" (tracing),
     # "[Router (Python)] <ts> - ERROR - msg", "ERROR 05-15 18:58:58 [engine.py:448] msg" (vLLM's
     # format), "- name - ERROR -" once a collector took the time off
-    r"|(?:\[[^\]]{1,40}\] )?(?:" + _TS + r"\s*(?:[-|]\s*)?(?:[\w.:<>/\[\]()-]{1,80}\s+[-|]\s+)?|[-|] (?:[\w.:<>/-]{1,80} [-|] )?)?"
-    + _LVL + r"(?:\s+[-|:]?|:)\s*\S"
-    # "[ts] [error] [pid] [file.cpp:N] msg" (lower case, in brackets)
+    r"|(?:\[[^\]]{1,40}\] )?(?:" + _TS + r"\s*(?:\d+:\d+\s+)?(?:[-|]\s*)?(?:[\w.:<>/\[\]()-]{1,80}\s+[-|]\s+)?"
+    r"|[-|] (?:[\w.:<>/-]{1,80} [-|] )?)?" + _LVL + r"(?:\s+[-|:]?|:)\s*\S"
+    # "[ts] [error] [pid] [file.cpp:N] msg" (lower case, in brackets), also after more bracketed fields
+    # ("[19:08:34.164951][GC      ][error][tid:44F8A] msg": Intel Gaudi's Synapse)
     r"|(?:" + _TS + r"\s*)?\[(?:error|fatal|critical)\] "
+    r"|(?:\[[^\]]{1,40}\]\s*){1,3}\[(?:error|fatal|critical)\]"
     # tracing once the timestamp went with the envelope: "ERROR sglang_router_rs::x: msg"
     r"|(?:ERROR|FATAL) +[\w:]+(?:[\w:]*::\w+)?: "
     # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal)
@@ -105,6 +107,10 @@ _DEATH_RE = (
     r"(?: \(core dumped\))?\s*$"
     r"|Fatal Python error: \S"
     r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d)"
+    # systemd on a unit's main process: "x.service: Main process exited, code=killed, status=9/KILL",
+    # "x.service: Failed with result 'oom-kill'"
+    r"|(?:[\w@.:-]+: )?Main process exited, code=\w+, status=(?!0/)\S"
+    r"|[\w@.:-]+: Failed with result '[\w-]+'"
     # systemd-coredump's report (journald): "Process 6071 (python3) of user 0 dumped core."
     r"|Process \d+ \([^)]*\) of user \d+ dumped core\b"
 )
@@ -130,6 +136,12 @@ _ANY_WORD = (
     r"|\S+\.cu:\d+: [^\n]*Assertion [`'].+[`'] failed\."  # CUDA device-side assert
 )
 _ANY_WORD_RE = re.compile(_ANY_WORD)
+# C tools and runtimes report a failed step as "component: failed to X: reason"
+# ("ggml_cuda_init: failed to initialize CUDA: unknown error")
+_FAILED_TO_RE = re.compile(r"[\w.-]+: (?:[Ff]ailed to|[Uu]nable to|[Cc]annot|[Cc]ould not) [^:]{2,80}: \S")
+_FAILED_TO_HINTS = (": failed to ", ": Failed to ", ": unable to ", ": Unable to ", ": cannot ", ": could not ")
+# an exception reported by the repr of its type: "<class 'ModuleNotFoundError'>: No module named 'x'"
+_CLASS_REPR_RE = re.compile(r"<class '(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)'>:? \S")
 # Every other pattern begins with a symbol, a digit or one of these words: a line that starts
 # otherwise (most of what a server prints) skips the big pattern.
 _SYM_START = frozenset("[(-|{:*!<0123456789")
@@ -156,7 +168,7 @@ RECORD_START_RE = re.compile(
 
 
 # two-character starts of the death patterns; with _may_start, the lines worth a full look
-_DEATH2 = frozenset({"Ab", "Bu", "Fl", "Il", "Tr", "Fa", "**", "!!", "##", "==", "(r", "A ", "Th", "co", "[3", "Pr"})
+_DEATH2 = frozenset({"Ab", "Bu", "Fl", "Il", "Tr", "Fa", "**", "!!", "##", "==", "(r", "A ", "Th", "co", "[3", "Pr", "Ma"})
 
 
 def might_fail(line: str) -> bool:
@@ -165,7 +177,8 @@ def might_fail(line: str) -> bool:
     return (_may_start(line) or line[:2] in _DEATH2 or "core dumped" in line or "Assertion" in line
             or "rror: " in line or "RROR: " in line or "atal: " in line or "ATAL: " in line
             or line.endswith((":", ": ")) or "level=" in line or any(h in line for h in _ANYWHERE_HINTS)
-            or _pod_hint(line))
+            or _pod_hint(line) or "Main process exited" in line or "Failed with result" in line
+            or "<class '" in line or any(h in line for h in _FAILED_TO_HINTS))
 
 
 def _pod_hint(line: str) -> bool:
@@ -195,6 +208,10 @@ def generic_error(line: str) -> bool:
     if any(h in line for h in _ANYWHERE_HINTS) and _ANYWHERE_RE.search(line):
         return True
     if _failed_pod(line) is not None:  # (a pod that cannot start: its image, its config)
+        return True
+    if any(h in line for h in _FAILED_TO_HINTS) and _FAILED_TO_RE.match(line):
+        return True
+    if "<class '" in line and _CLASS_REPR_RE.search(line):
         return True
     if "level=" in line and _LOGFMT_RE.search(line):
         return True
