@@ -1,6 +1,6 @@
 """The generic layer under the family rules (generic.py), the collectors' envelopes it relies
 on, the error catalogue from the sources, knock-ons joining their cause, and the
-out-of-sample rounds (tests/data/logs_oos .. logs_oos7) held to their hand-written labels."""
+out-of-sample rounds (tests/data/logs_oos .. logs_oos8) held to their hand-written labels."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tuiapp.logwatch.watcher import LogWatcher
 
 DATA = Path(__file__).parent / "data"
 ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4", DATA / "logs_oos5",
-          DATA / "logs_oos6", DATA / "logs_oos7"]
+          DATA / "logs_oos6", DATA / "logs_oos7", DATA / "logs_oos8"]
 # known misses, kept failing on purpose (strict: the test says so when one starts to pass)
 KNOWN_MISSES: dict[str, str] = {}
 OOS = [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[p.stem])) if p.stem in KNOWN_MISSES
@@ -181,6 +181,14 @@ def test_scary_but_harmless_lines_stay_silent(line: str) -> None:
     # a component's "failed to ...: reason", an exception reported by its type's repr
     ("ggml_cuda_init: failed to initialize CUDA: unknown error", "error"),
     ("[router stdout] [60611] Python Exception <class 'ModuleNotFoundError'>: No module named 'encodings'", "error"),
+    # glog-like with a space after the level (SkyPilot), a component's "<words> error: ..."
+    ("E 08-31 21:02:44 subprocess_utils.py:84] mm_send_fd: sendmsg(2): Message too long", "error"),
+    ("nvidia-container-cli: initialization error: nvml error: driver not loaded: unknown", "error"),
+    # docker compose on a service that died
+    ("sglang-1 exited with code 139", "crash"),
+    # a JSON record without a level that carries an error
+    ('{"error":{"message":"CUDA out of memory. Tried to allocate 20.00 MiB.","code":500}}', "error"),
+    ('{"text":"","meta_info":{"finish_reason":{"type":"abort","message":"x","status_code":500}}}', "error"),
 ])
 def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -> None:
     assert [i["kind"] for i in scan_text(line + "\n")] == [kind]
@@ -196,6 +204,10 @@ def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -
     "sglang.service: Main process exited, code=exited, status=0/SUCCESS",
     "2022-Feb-16 18:20:38.0531 10705:10705 INFO    NRT:nrt_init    Neuron runtime started",
     "xpu-smi: failed, falling back to sysfs",
+    "I 11-08 06:46:52 controller.py:209] Started monitoring.",
+    "sglang-1 exited with code 0",
+    '{"text":"Paris","meta_info":{"finish_reason":{"type":"stop"},"prompt_tokens":8}}',
+    '{"level":"info","msg":"retrying","error":"connection reset"}',
 ])
 def test_the_fabrics_ordinary_lines_stay_silent(line: str) -> None:
     assert scan_text(line + "\n") == []

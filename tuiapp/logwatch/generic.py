@@ -49,8 +49,10 @@ _LEVEL_RE = (
     r"|(?:\[[^\]]{1,40}\]\s*){1,3}\[(?:error|fatal|critical)\]"
     # tracing once the timestamp went with the envelope: "ERROR sglang_router_rs::x: msg"
     r"|(?:ERROR|FATAL) +[\w:]+(?:[\w:]*::\w+)?: "
-    # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal)
+    # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal); the same with a space after the
+    # level and no pid ("E 08-31 21:02:44 subprocess_utils.py:84] msg": SkyPilot)
     r"|[EF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] "
+    r"|[EF] \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w./-]+:\d+\] "
     # logrus's text format (the docker CLI, containerd, Go tools): "ERRO[0000] msg", "FATA[2024-...] msg"
     r"|(?:ERRO|FATA|PANI)\[[^\]]{1,40}\] +\S"
 )
@@ -107,6 +109,8 @@ _DEATH_RE = (
     r"(?: \(core dumped\))?\s*$"
     r"|Fatal Python error: \S"
     r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d)"
+    # docker compose on a service whose process died: "comfyui-1 exited with code 139"
+    r"|[\w.-]+ exited with code [1-9]\d*\s*$"
     # systemd on a unit's main process: "x.service: Main process exited, code=killed, status=9/KILL",
     # "x.service: Failed with result 'oom-kill'"
     r"|(?:[\w@.:-]+: )?Main process exited, code=\w+, status=(?!0/)\S"
@@ -129,7 +133,7 @@ _POD_DEATHS = ("CrashLoopBackOff", "OOMKilled", "Error")
 # Patterns that begin with any word: tried only when the line has what they need.
 _ANY_WORD = (
     # "srun: error: ...", "slurmstepd: error: ...", "[ts] error: *** STEP ... CANCELLED ***"
-    r"(?:[\w.-]+: |\[[^\]]{1,40}\] )(?:error|fatal|ERROR|FATAL): \S"
+    r"(?:[\w.-]+: |\[[^\]]{1,40}\] )(?:\w+ ){0,2}(?:error|fatal|ERROR|FATAL): \S"
     # an exception line whose message is empty ("...errors.ChildFailedError: " from torchrun)
     r"|(?:[a-z_]\w*\.)+[A-Z]\w*(?:Error|Exception):\s*$"
     r"|(?:[\w.-]+: )?\S+:\d+: [^:]+: Assertion [`'].+[`'] failed\.?\s*$"  # C assert(): "prog: file:N: f: ..."
@@ -150,9 +154,14 @@ _WORD2 = frozenset({"ER", "CR", "FA", "EM", "AL", "Er", "Fa", "Cr", "Ex", "Ta", 
                     "xe", "Se"})
 GENERIC_ERROR_RE = re.compile(r"(?:" + _LEVEL_RE + "|" + _PANIC_RE + "|" + _DEVICE_RE + r")")
 GENERIC_DEATH_RE = re.compile(_DEATH_RE)
+_COMPOSE_EXIT_RE = re.compile(r"[\w.-]+ exited with code [1-9]\d*\s*$")
 # a level named anywhere in a logfmt or JSON record
 _LOGFMT_RE = re.compile(r'\blevel=(?:"?)(?:error|fatal|crit\w*|ERROR|FATAL|CRITICAL)\b')
 _JSON_LEVEL_RE = re.compile(r'"(?:level|levelname|severity|lvl)"\s*:\s*"(?:error|fatal|critical|ERROR|FATAL|CRITICAL)"')
+# a JSON record without a level that carries an error: an error body ('{"error":{"message":...}}'), a
+# response that ended with a server error ('"status_code":500')
+_JSON_ANY_LEVEL_RE = re.compile(r'"(?:level|levelname|severity|lvl)"\s*:')
+_JSON_ERROR_RE = re.compile(r'"error"\s*:\s*(?:\{|"[^"])|"status_code"\s*:\s*5\d\d\b')
 
 # Unprefixed lines that begin a record of their own (a native process writing to the same
 # stream): tried only on lines that start with no space and are not SGLang's.
@@ -178,6 +187,7 @@ def might_fail(line: str) -> bool:
             or "rror: " in line or "RROR: " in line or "atal: " in line or "ATAL: " in line
             or line.endswith((":", ": ")) or "level=" in line or any(h in line for h in _ANYWHERE_HINTS)
             or _pod_hint(line) or "Main process exited" in line or "Failed with result" in line
+            or "exited with code" in line
             or "<class '" in line or any(h in line for h in _FAILED_TO_HINTS))
 
 
@@ -195,7 +205,8 @@ def _may_start(line: str) -> bool:
     c = line[:1]
     if c in _SYM_START or line[:2] in _WORD2:
         return True
-    return (c == "E" or c == "F") and (line[1:2].isdigit() or (c == "E" and line[1:2].isupper()))
+    return (c == "E" or c == "F") and (line[1:2].isdigit() or (c == "E" and line[1:2].isupper())
+                                       or (line[1:2] == " " and line[2:3].isdigit()))
 
 
 def generic_error(line: str) -> bool:
@@ -215,7 +226,9 @@ def generic_error(line: str) -> bool:
         return True
     if "level=" in line and _LOGFMT_RE.search(line):
         return True
-    return line[:1] == "{" and bool(_JSON_LEVEL_RE.search(line))
+    if line[:1] != "{":
+        return False
+    return bool(_JSON_LEVEL_RE.search(line)) or (not _JSON_ANY_LEVEL_RE.search(line) and bool(_JSON_ERROR_RE.search(line)))
 
 
 # signs of a death anywhere in a record: a container state (kubectl describe), the kubelet
@@ -228,7 +241,8 @@ def generic_death(line: str) -> bool:
     # (a line ending in "(core dumped)" is found with a substring test: ".*" in the pattern
     # scanned every candidate line to its end)
     return (bool(GENERIC_DEATH_RE.match(line)) or ("core dumped" in line and line.rstrip().endswith("(core dumped)"))
-            or _failed_pod(line) in _POD_DEATHS)
+            or _failed_pod(line) in _POD_DEATHS
+            or ("exited with code" in line and bool(_COMPOSE_EXIT_RE.match(line))))
 
 
 # A native backtrace printed after a failure: c10's frame dump under "Exception raised from ...
