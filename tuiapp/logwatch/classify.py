@@ -320,8 +320,12 @@ def final_exception(body: list[str]) -> tuple[int, str] | None:
 def _match(line: str) -> Rule | None:
     """The most specific rule matching the line (a capture failure that names an
     unsupported architecture is jit_arch, not oom)."""
-    if not _ANY_RULE_RE.match(line) and not any(r.needs in line and r.regex.match(line) for r in _SCAN_RULES):
-        return None
+    if not _ANY_RULE_RE.match(line):
+        for r in _SCAN_RULES:  # (a loop, not a generator: this runs on every candidate line)
+            if r.needs in line and r.regex.match(line):
+                break
+        else:
+            return None
     best = None
     for rule in RULES:
         if (best is None or rule.prio < best.prio) and rule.regex.match(line):
