@@ -21,7 +21,7 @@ from tuiapp.logwatch.watcher import LogWatcher
 
 DATA = Path(__file__).parent / "data"
 ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4", DATA / "logs_oos5",
-          DATA / "logs_oos6", DATA / "logs_oos7", DATA / "logs_oos8"]
+          DATA / "logs_oos6", DATA / "logs_oos7", DATA / "logs_oos8", DATA / "logs_oos9"]
 # known misses, kept failing on purpose (strict: the test says so when one starts to pass)
 KNOWN_MISSES: dict[str, str] = {}
 OOS = [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[p.stem])) if p.stem in KNOWN_MISSES
@@ -189,6 +189,16 @@ def test_scary_but_harmless_lines_stay_silent(line: str) -> None:
     # a JSON record without a level that carries an error
     ('{"error":{"message":"CUDA out of memory. Tried to allocate 20.00 MiB.","code":500}}', "error"),
     ('{"text":"","meta_info":{"finish_reason":{"type":"abort","message":"x","status_code":500}}}', "error"),
+    # a kernel fault, also when a CUDA-graph capture reports it (the fault is the cause, not memory)
+    ("torch.AcceleratorError: CUDA error: an illegal memory access was encountered", "cuda_fault"),
+    ("Exception: Capture cuda graph failed: RuntimeError: CUDA error: an illegal memory access was encountered",
+     "cuda_fault"),
+    ("RuntimeError: CUDA error: misaligned address", "cuda_fault"),
+    # systemd: a unit whose start-up process failed, systemctl on a unit that did not start
+    ("nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE", "crash"),
+    ("Job for nvidia-fabricmanager.service failed because the control process exited with error code.", "crash"),
+    # the router dropping a worker it found dead
+    ("[Router (Rust)] 2025-03-18 14:17:58 - WARN - Removing failed worker: http://localhost:8001", "error"),
 ])
 def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -> None:
     assert [i["kind"] for i in scan_text(line + "\n")] == [kind]
@@ -208,6 +218,9 @@ def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -
     "sglang-1 exited with code 0",
     '{"text":"Paris","meta_info":{"finish_reason":{"type":"stop"},"prompt_tokens":8}}',
     '{"level":"info","msg":"retrying","error":"connection reset"}',
+    "nvidia-fabricmanager.service: Control process exited, code=exited, status=0/SUCCESS",
+    "[Router (Rust)] 2025-03-18 14:17:58 - INFO - Removed worker: http://localhost:8001",
+    "[2025-03-18 14:17:58] INFO: Removing cached worker handle for http://localhost:8001",
 ])
 def test_the_fabrics_ordinary_lines_stay_silent(line: str) -> None:
     assert scan_text(line + "\n") == []
@@ -248,6 +261,11 @@ def test_a_native_backtrace_is_a_failure_unless_a_warning_carries_it() -> None:
     # systemd-coredump's frames, indented as journald prints them
     core = "".join(" " * 49 + f"#{n}  0x00007f2ed709f00{n} n/a (libc.so.6 + 0x9f00{n})\n" for n in range(3))
     assert [i["kind"] for i in scan_text(" " * 49 + "Stack trace of thread 91996:\n" + core)] == ["crash"]
+    # Rust's backtrace of a panic (the router), its panic line lost
+    rust = "".join(f"  {n}:     0x7fb7396a265{n} - sglang_router_rs::router::Router::new::h9d5b1ebdc8a85ca{n}\n"
+                   f"                               at /root/sglang/sgl-router/src/router.rs:28{n}:33\n" for n in range(3))
+    assert [i["kind"] for i in scan_text(rust)] == ["error"]
+    assert scan_text("  1: 0x10 - not a frame\n  2: a list item - 0x20\n") == []
 
 
 def test_a_headless_backtrace_right_before_a_failure_is_part_of_it() -> None:

@@ -124,6 +124,10 @@ RULES: list[Rule] = [
     _r("nccl", NCCL_HEAD + r"WARN\b", "warning"),
     _r("nccl", NCCL_HEAD + r"ERROR\b"),
     _r("nccl", r"(?:[\w.-]+/)*[\w.-]+\.(?:cc|c|cu|cpp|h):\d+ NCCL WARN\b", "warning", needs="NCCL WARN"),
+    # a kernel fault CUDA reports to the exception of whatever call noticed it (also when that is a
+    # CUDA-graph capture: the fault, not memory, is the cause)
+    _r("cuda_fault", _E + r".*\b(?:an illegal (?:memory access|instruction) was encountered|misaligned address"
+       r"|unspecified launch failure)", signature="cuda_fault"),
     # a CUDA fault the NCCL watchdog thread noticed (the faulting kernel ran earlier, elsewhere)
     _r("cuda_fault", r"(?:\s*what\(\):\s+)?(?:\[E[\w ]*\.cpp:\d+\] )?(?:\[(?:PG [^\]]*|Rank \d+)\] ?)*"
        r"(?:NCCL|Process group) watchdog thread terminated with exception: CUDA error: ", signature="cuda_fault"),
@@ -170,6 +174,9 @@ RULES: list[Rule] = [
     _r("error", r"[\w.-]+\.py: error: "),  # argparse: unrecognized/ambiguous option
     _r("error", ARGPARSE_ERROR),  # `sglang serve` and diffusion serve print it bare or as "sglang: error:"
     _r("error", r"ERROR:\s+\[Errno \d+\] "),  # uvicorn: e.g. the port is taken
+    # the router/gateway dropping a worker it found dead (it logs that as a warning and goes on
+    # with the others; the worker is lost all the same)
+    _r("error", r".*\bRemoving (?:failed|unhealthy|dead) worker\b", needs="Removing "),
     # ways the server dies; `specific` ranks how much a line says about the death
     _r("crash", r"(?:Message: ['\"])?Received sigquit from a child proces+\b", signature="crash", specific=0),
     _r("crash", r"SIGQUIT received\.", signature="crash", specific=0),

@@ -111,9 +111,12 @@ _DEATH_RE = (
     r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d)"
     # docker compose on a service whose process died: "comfyui-1 exited with code 139"
     r"|[\w.-]+ exited with code [1-9]\d*\s*$"
-    # systemd on a unit's main process: "x.service: Main process exited, code=killed, status=9/KILL",
+    # systemd on a unit's main (or start-up) process: "x.service: Main process exited, code=killed, status=9/KILL",
     # "x.service: Failed with result 'oom-kill'"
-    r"|(?:[\w@.:-]+: )?Main process exited, code=\w+, status=(?!0/)\S"
+    r"|(?:[\w@.:-]+: )?(?:Main|Control) process exited, code=\w+, status=(?!0/)\S"
+    # systemctl on a unit that did not start: "Job for x.service failed because the control process
+    # exited with error code." (or "... because a timeout was exceeded.")
+    r"|Job for \S+ failed because\b"
     r"|[\w@.:-]+: Failed with result '[\w-]+'"
     # systemd-coredump's report (journald): "Process 6071 (python3) of user 0 dumped core."
     r"|Process \d+ \([^)]*\) of user \d+ dumped core\b"
@@ -177,7 +180,7 @@ RECORD_START_RE = re.compile(
 
 
 # two-character starts of the death patterns; with _may_start, the lines worth a full look
-_DEATH2 = frozenset({"Ab", "Bu", "Fl", "Il", "Tr", "Fa", "**", "!!", "##", "==", "(r", "A ", "Th", "co", "[3", "Pr", "Ma"})
+_DEATH2 = frozenset({"Ab", "Bu", "Fl", "Il", "Tr", "Fa", "**", "!!", "##", "==", "(r", "A ", "Th", "co", "[3", "Pr", "Ma", "Jo"})
 
 
 def might_fail(line: str) -> bool:
@@ -189,7 +192,7 @@ def might_fail(line: str) -> bool:
             or line.endswith((":", ": ")) or "level=" in line or "Memory access" in line or "HSA_STATUS" in line
             or "illegal memory" in line or "HIP error" in line or "to call hip" in line
             or "ailed to " in line or "nable to " in line or ": cannot " in line or ": could not " in line
-            or "<class '" in line or "exited with code" in line or "Main process exited" in line
+            or "<class '" in line or "exited with code" in line or "process exited, code=" in line
             or "Failed with result" in line or ("/" in line and _pod_hint(line)))
 
 
@@ -251,10 +254,13 @@ def generic_death(line: str) -> bool:
 # (most recent call first):" ("frame #3: c10d::TCPStore::check(...) + 0x273 (0x7c... in
 # /.../libtorch_cpu.so)", "frame #9: /usr/bin/python3() [0x528b17]") and systemd-coredump's
 # report of a process that dumped core ("#4  0x00007f2ed76cb0ad _PySemaphore_Wait
-# (libpython3.13.so.1.0 + 0x2cb0ad)", "Stack trace of thread 91996:").
+# (libpython3.13.so.1.0 + 0x2cb0ad)", "Stack trace of thread 91996:"), and Rust's backtrace of a
+# panic (the router/gateway).
 _C10_FRAME_RE = re.compile(r"frame #\d+: .*(?:\(0x[0-9a-f]+ in \S+\)|\[0x[0-9a-f]+\])\s*$")
 _COREDUMP_FRAME_RE = re.compile(r"#\d+ +0x[0-9a-f]{8,16} \S+ \(\S+ \+ 0x[0-9a-f]+\)\s*$")
 _COREDUMP_THREAD = "Stack trace of thread "
+# Rust's backtrace of a panic: "  25:     0x7fb7396a2659 - sglang_router_rs::router::Router::new::h9d5b..."
+_RUST_FRAME_RE = re.compile(r"\s*\d+: +0x[0-9a-f]{6,16} - \S")
 
 
 def native_backtrace(body: list[str]) -> tuple[str, int] | None:
@@ -262,12 +268,16 @@ def native_backtrace(body: list[str]) -> tuple[str, int] | None:
     frames of a native backtrace, None otherwise."""
     lines = body[:64]
     text = "\n".join(lines)  # (one scan for the common case: no frame of either kind)
-    if "frame #" not in text and " + 0x" not in text and _COREDUMP_THREAD not in text:
+    rust_hint = "0x" in text and " - " in text
+    if "frame #" not in text and " + 0x" not in text and _COREDUMP_THREAD not in text and not rust_hint:
         return None
-    c10 = core = 0
+    c10 = core = rust = 0
     first = -1
     for i, b in enumerate(lines):
         if "#" not in b and _COREDUMP_THREAD not in b:
+            if rust_hint and _RUST_FRAME_RE.match(b):
+                rust += 1
+                first = i if first < 0 else first
             continue
         s = b.lstrip()
         if s.startswith("frame #") and _C10_FRAME_RE.match(s):
@@ -279,6 +289,8 @@ def native_backtrace(body: list[str]) -> tuple[str, int] | None:
         first = i if first < 0 else first
     if core >= 2:
         return "crash", first
+    if rust >= 2:
+        return "error", first
     if c10 >= 2:
         raised = next((i for i, b in enumerate(body[:64]) if b.lstrip().startswith("Exception raised from ")), first)
         return "error", raised
