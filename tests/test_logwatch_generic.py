@@ -21,9 +21,12 @@ from tuiapp.logwatch.watcher import LogWatcher
 
 DATA = Path(__file__).parent / "data"
 ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4", DATA / "logs_oos5",
-          DATA / "logs_oos6", DATA / "logs_oos7", DATA / "logs_oos8", DATA / "logs_oos9"]
+          DATA / "logs_oos6", DATA / "logs_oos7", DATA / "logs_oos8", DATA / "logs_oos9", DATA / "logs_oos10"]
 # known misses, kept failing on purpose (strict: the test says so when one starts to pass)
-KNOWN_MISSES: dict[str, str] = {}
+KNOWN_MISSES: dict[str, str] = {
+    "x22_mooncake_glog_e_line_dots_then_pd_transfer_failed":
+        "a transfer failure 19 minutes after an undated one (a glog line before any dated line) is counted into it",
+}
 OOS = [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[p.stem])) if p.stem in KNOWN_MISSES
        else p for p in sorted(p for d in ROUNDS for p in d.glob("*.log"))]
 ROOT = Path(__file__).resolve().parent.parent
@@ -53,7 +56,7 @@ def test_each_round_is_what_its_readme_says() -> None:
                                           if line.startswith("| ") and not line.startswith("| excerpt")
                                           and not line.startswith("| ---")}
         cats = {labels(p)["category"] for p in logs}
-        assert {"accelerator", "process", "collector"} <= cats
+        assert "process" in cats and len(cats) >= 3  # SGLang's own processes and at least two other kinds of source
         assert sum(1 for p in logs if not labels(p)["failures"]) >= 4  # decoys
 
 
@@ -302,6 +305,29 @@ def test_a_traceback_cut_before_its_exception_is_still_a_failure() -> None:
     assert inc["kind"] == "error" and inc["message"].startswith('File "/srv/http_server.py", line 783')
 
 
+@pytest.mark.parametrize("text", [
+    # a caption the user wrote, or dots for the frames left out, right above the first frame
+    'error msg:\nFile "/sglang/srt/managers/scheduler.py", line 2071, in run_scheduler_process\n'
+    "    scheduler.event_loop_normal()\n"
+    '  File "/sglang/srt/managers/scheduler.py", line 617, in event_loop_normal\n    result = self.run_batch(batch)\n',
+    '.......\nFile "/triton/compiler.py", line 374, in _init_handles\n    raise OutOfResources(a, b, "shared memory")\n'
+    "triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 126978\n",
+    # a frame under a line of another format, the exception after it
+    'model_agent.py:498 - Task <ModelAgentLoop> failed\nFile "/triton/compiler.py", line 374, in _init_handles\n'
+    '    raise OutOfResources(a, b, "shared memory")\ntriton.runtime.errors.OutOfResources: out of resource\n',
+    # IPython's frame with its arrow
+    "File /env/peft/peft_model.py:686, in PeftModel.load_adapter(self, model_id)\n    684     else:\n"
+    "--> 686     self.add_adapter(adapter_name, peft_config)\n",
+])
+def test_a_traceback_pasted_in_pieces_is_a_failure(text: str) -> None:
+    assert [i["kind"] for i in scan_text(text)] == ["error"]
+
+
+def test_a_caption_or_frames_alone_without_a_traceback_stay_silent() -> None:
+    assert scan_text("Steps:\n1. start the server\n2. send a request\n") == []
+    assert scan_text("See File /env/x.py:12, in f for details\n") == []
+
+
 def test_an_exception_group_shows_its_sub_exception() -> None:
     body = ["ERROR:    Exception in ASGI application", "  + Exception Group Traceback (most recent call last):",
             '  |   File "/x/h11_impl.py", line 403, in run_asgi', "  |     result = await app(",
@@ -334,6 +360,10 @@ def test_an_exception_group_shows_its_sub_exception() -> None:
     ("0: [2026-01-01 12:00:00 TP0] x", "[2026-01-01 12:00:00 TP0] x"),
     # a level in compose's column is loguru's, not a service: nothing comes off
     ("ERROR    | magic_pdf.tools.cli:parse_doc:96 - x", "ERROR    | magic_pdf.tools.cli:parse_doc:96 - x"),
+    # a viewer's time and the line's source; rsyslog's escapes of ESC and CR
+    ("[2025-12-18T16:24:02+08:00] job-0-cfcd2 >> (SGLangEngine pid=3) [2026-01-01 12:00:00 TP0] x",
+     "[2026-01-01 12:00:00 TP0] x"),
+    ("#033[1;36m(VllmWorkerProcess pid=382)#033[0;0m ERROR 07-15 08:09:04 [w.py:239] x#015", "ERROR 07-15 08:09:04 [w.py:239] x"),
 ])
 def test_a_collectors_wrapping_comes_off(wrapped: str, inner: str) -> None:
     det = EnvelopeDetector()

@@ -405,12 +405,45 @@ def _knock_on_traceback(body: list[str], message: str) -> bool:
     return any(b.startswith(_FRAME) and b.endswith(", in lifespan") for b in body)
 
 
+# IPython's frames: "File /x/y.py:686, in PeftModel.load_adapter(self, ...)", in a notebook's export
+# "File [/x/y.py:195](https://...), in f(...)"; the line it was at is marked "--> 195"
+_IPY_FRAME_RE = re.compile(r"\s*File \[?/?[^\s\]]*\.py:\d+(?:\]\([^)\s]*\))?, in \S")
+_IPY_ARROW_RE = re.compile(r"-+> *\d+ ")
+_STRICT_FRAME_RE = re.compile(r'\s*File "[^"]+", line \d+, in \S')
+
+
+def _starts_mid_traceback(body: list[str]) -> bool:
+    """The record starts inside a traceback: an indented head (a frame, a caret line), a frame a paste
+    moved to column 0, or a short caption the user wrote ("error msg:") right above the first frame."""
+    head = body[0]
+    if head[:1].isspace() or head.startswith('File "'):
+        return True
+    # (or rows of dots standing for the frames left out)
+    if len(head) >= 60 or head[:1] == "[" or not (head.rstrip().endswith(":") or _is_dots(head)):
+        return False
+    for b in body[1:4]:
+        if b.lstrip().startswith('File "'):
+            return True
+        if not _is_dots(b):
+            return False
+    return False
+
+
+def _is_dots(line: str) -> bool:
+    s = line.strip()
+    return bool(s) and s.strip(".…") == ""
+
+
 def _headless_exception(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule, int, str] | None:
-    """A record that starts mid-traceback (its head is indented: a frame, a caret line) and
-    whose exception line was printed on its own further down."""
-    if not body[0][:1].isspace():
+    """A record that starts mid-traceback (or holds a frame below a line of its own) and whose
+    exception line was printed on its own further down."""
+    mid = _starts_mid_traceback(body)
+    first_frame = None if mid else next((i for i, b in enumerate(body[:64]) if _STRICT_FRAME_RE.match(b)), None)
+    if not mid and first_frame is None:
         return None
     for idx, line in reversed(cands[1:]):
+        if first_frame is not None and idx <= first_frame:
+            break
         if _BARE_EXC_RE.match(line):
             name = _exc_name(line)
             if name in _QUIET_EXC or name.endswith("Warning"):
@@ -424,8 +457,12 @@ def _cut_traceback(body: list[str], has_tb: bool) -> tuple[float, Rule, int, str
     killed mid-print): still a failure; its last frame says where. Without its "Traceback"
     header too (a log that starts mid-traceback) it takes two frames."""
     # (a paste that lost every indent starts with its frame at column 0)
-    headless = body[0][:1].isspace() or body[0].startswith('File "')
+    headless = _starts_mid_traceback(body)
     if not has_tb and not headless:
+        if body[0].startswith("File ") and _IPY_FRAME_RE.match(body[0]) and any(
+                _IPY_ARROW_RE.match(b) for b in body[1:64]):
+            # IPython's frame with the arrow at the line it was on
+            return (_GENERIC_RULE.prio, _GENERIC_RULE, 0, body[0].strip())
         return None
     frames = [i for i, b in enumerate(body) if b.lstrip().startswith('File "')]
     if not frames:

@@ -5,7 +5,8 @@ nanoseconds), docker's json-file logs on disk (``{"log":"...\\n","stream":...}``
 Open MPI's ``mpirun --tag-output`` (``[1,0]<stderr>:``, with ``--timestamp-output`` a date before it),
 the kubelet's CRI files (``<ts> stdout F ``), journald (``Dec 01 20:18:09 host unit[pid]: ``),
 cloud logging exports (``ERROR 2025-04-07T19:13:52.317869663Z ``), Kibana/ELK
-(``May 16, 2026 @ 20:46:57.892    ``) and browser log viewers (``[2025-11-06T02:10:00.703Z] ``).
+(``May 16, 2026 @ 20:46:57.892    ``) and browser log viewers (``[2025-11-06T02:10:00.703Z] ``, also
+with the line's source after it: ``[<ts>] <pod> >> ``).
 One collector wraps every line of a file the same way, so the envelope is decided from the
 first lines (ENVELOPE_SAMPLE of them, MIN_SHARE of which must carry it) and then taken off
 every line that carries it; lines without it (a collector that split a long line, compose's
@@ -13,7 +14,8 @@ own "Attaching to" lines) are left alone. Envelopes can nest (compose
 around ``docker -t``), so up to three layers are peeled.
 
 Two wrappers are not per-file and are taken off wherever they appear: ANSI colour codes (also
-as the ``^[[36m`` text a terminal paste leaves) and Ray's actor tag ``(WorkerDict pid=N) ``.
+as the ``^[[36m`` text a terminal paste leaves, or as rsyslog's ``#033[36m`` escapes) and Ray's
+actor tag ``(WorkerDict pid=N) ``.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ ENVELOPE_SAMPLE = 8  # non-blank lines looked at before the envelope is fixed
 MIN_SHARE = 0.75  # of them that must carry it
 
 _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\^\[\[[0-9;]*m")
+# rsyslog writes control characters as "#" and three octal digits: ESC "#033", CR "#015", TAB "#011"
+_SYSLOG_ESC_RE = re.compile(r"#033\[[0-9;?]*[A-Za-z]|#015$")
 # Ray's "(WorkerDict pid=N, ip=..)", vLLM's "(VllmWorker rank=1 pid=N)", nested "(A pid=1) (B pid=2) "
 _BARE_SGR_RE = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
 _RAY_RE = re.compile(r"(?:\((?:[\w.:-]+)(?: [\w.-]+=[\w.-]+)* pid=\d+(?:, ip=[\d.]+)?\) ?){1,3}")
@@ -53,7 +57,8 @@ ENVELOPES: dict[str, re.Pattern[str]] = {
     # one separator only: what follows may be an indented traceback line
     "cloud": re.compile(r"(?:DEFAULT|DEBUG|INFO|NOTICE|WARNING|ERROR|CRITICAL|ALERT|EMERGENCY)\s+(?P<t>" + _TS + r")[ \t]"),
     "kibana": re.compile(r"(?P<t>" + _MON + r" \d{1,2}, \d{4} @ \d\d:\d\d:\d\d(?:\.\d+)?)(?:\t| {4}| )"),
-    "bracket_iso": re.compile(r"\[(?P<t>" + _TS + r")\] "),
+    # (a viewer may put the line's source after the time: "[<ts>] <pod> >> <line>")
+    "bracket_iso": re.compile(r"\[(?P<t>" + _TS + r")\] (?:[\w.:/-]{1,120} >> )?"),
     # Grafana's log table copied or downloaded: "2025-06-01 10:00:00.123<tab or spaces>"
     "grafana": re.compile(r"(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z| ?[+-]\d\d:?\d\d)?)(?:\t| {2,}| (?=\[))"),
     "journald": re.compile(r"(?P<t>" + _MON + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) \S+ [\w.@/-]+(?:\[\d+\])?: "),
@@ -76,6 +81,8 @@ _ORDER = list(ENVELOPES)  # more specific first: cri and loki before docker_ts, 
 
 
 def strip_ansi(text: str) -> str:
+    if "#0" in text and ("#033[" in text or text.endswith(("#015", "#011")) or "#011" in text):
+        text = _SYSLOG_ESC_RE.sub("", text).replace("#011", "\t")
     if "\x1b" in text or "^[[" in text:
         return _ANSI_RE.sub("", text)
     # colour codes pasted without their ESC byte ("[33m(raylet)[0m"); "[2026-..." is no such code
