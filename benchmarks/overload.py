@@ -7,14 +7,19 @@ Two servers per target, both with --max-running-requests R (default 4):
      (default 200) for two runs; printed: offered / sent / served req/s, refused share, SLO
      share, TTFT p99 of the served requests and the client lag p99.
   2. capacity: no queue bound. Measured by a client of its own (raw httpx /generate streams,
-     no tuiapp code), before and after the search: closed-loop saturation (2R streams back to
-     back: successful requests / first send to last finish) and open-loop saturation (requests
-     sent one at a time at 1.5x that for --capacity-s seconds, above capacity so its queue never
-     empties: successful finishes per second over the middle half, tests/test_overload.py
-     saturation_req_s). A burst (3x for under 2 s) is also printed: it lets a server batch
-     prefills that arrivals spread over time do not, so it overstates what arrivals get served.
-     Capacity = the sustained open-loop figure, the mean of before and after. Then `tuiapp
-     attach --find-max-load` from a quarter of it; printed: the answer, capacity and their ratio.
+     no tuiapp measuring code), before and after the search, on the same workload tuiapp sends
+     (its prompts and output lengths, --output-tokens MEAN:SPREAD, built by tuiapp's workload
+     module and sent in the same order) and the same kind of arrivals (Poisson): requests sent
+     at 1.5x the closed-loop figure for --capacity-s seconds, above capacity so the queue never
+     empties; successful finishes per second over the middle half; the median over --seeds
+     arrival draws. Why the spread and the draws: with one output length for every request, a
+     server that holds R streams is bistable at saturation. R requests admitted together finish
+     together and are replaced by one prefill of R (17.2 req/s on the default simulator), while
+     staggered ones each cost a prefill of their own (11-14 req/s), and which one a run falls
+     into depends on its first arrivals (five Poisson draws: 13.7, 13.8, 11.4, 17.2, 17.2). With
+     lengths that differ the figure is one number (10.3-10.6 over five draws at 16:8).
+     Then `tuiapp attach --find-max-load` from a quarter of it, on that workload; printed: the
+     answer, capacity and their ratio.
 
     python benchmarks/overload.py                                    # the simulator
     python benchmarks/overload.py --target real                      # the real SGLang CPU server
@@ -40,8 +45,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests"))
 
-from test_overload import saturation_req_s as open_loop_saturation_req_s  # noqa: E402
-
+from tuiapp.bench.settings import BenchSettings  # noqa: E402
+from tuiapp.bench.workload import build  # noqa: E402
 from tuiapp.sim.process import SimProcess, free_port  # noqa: E402
 
 SIM_MODEL = ["--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"]
@@ -70,11 +75,25 @@ class Server:
         (self._sim if self.target == "sim" else self._real).stop()
 
 
-async def closed_loop_saturation_req_s(url: str, streams: int, requests: int, output_tokens: int) -> float:
+def workload(output_tokens: int, output_spread: int) -> list[tuple[str, int]]:
+    """The prompts and output lengths tuiapp sends with --output-tokens MEAN:SPREAD, in its order."""
+    s = BenchSettings(max_new_tokens=output_tokens, output_spread=output_spread)
+    return [(p.as_text(), p.max_new_tokens or output_tokens) for p in build(s.workload, seed=s.seed, settings=s)]
+
+
+def _body(text: str, tokens: int) -> dict:
+    return {"text": text, "stream": True, "sampling_params": {"max_new_tokens": tokens, "ignore_eos": True}}
+
+
+async def _one(http: httpx.AsyncClient, url: str, text: str, tokens: int) -> bool:
+    async with http.stream("POST", url + "/generate", json=_body(text, tokens)) as resp:
+        got = (await resp.aread()).decode()
+    return resp.status_code == 200 and f'"completion_tokens":{tokens}' in got
+
+
+async def closed_loop_saturation_req_s(url: str, streams: int, requests: int, work: list[tuple[str, int]]) -> float:
     """Closed loop, ``streams`` workers back to back: successful requests over first send to
     last finish. Its own client (raw httpx, no tuiapp code)."""
-    body = {"text": "The capital city of France is", "stream": True,
-            "sampling_params": {"max_new_tokens": output_tokens, "ignore_eos": True, "temperature": 0}}
     left = list(range(requests))
     ok = 0
     first = last = None
@@ -82,22 +101,44 @@ async def closed_loop_saturation_req_s(url: str, streams: int, requests: int, ou
     async def worker(http: httpx.AsyncClient) -> None:
         nonlocal ok, first, last
         while left:
-            left.pop()
+            i = left.pop()
             sent = time.perf_counter()
             first = sent if first is None else min(first, sent)
-            async with http.stream("POST", url + "/generate", json=body) as resp:
-                text = (await resp.aread()).decode()
-            if resp.status_code == 200 and f'"completion_tokens":{output_tokens}' in text:
+            if await _one(http, url, *work[i % len(work)]):
                 ok += 1
                 last = time.perf_counter()
 
     async with httpx.AsyncClient(timeout=300, limits=httpx.Limits(max_connections=streams)) as http:
-        del left[1:]
-        await worker(http)  # one warm-up request: the first of a fresh server is slow
-        left[:] = list(range(requests))
-        ok, first, last = 0, None, None
+        await _one(http, url, *work[0])  # one warm-up request: the first of a fresh server is slow
         await asyncio.gather(*(worker(http) for _ in range(streams)))
     return ok / (last - first) if ok and last and first and last > first else 0.0
+
+
+async def poisson_saturation_req_s(url: str, rate_req_s: float, requests: int, work: list[tuple[str, int]],
+                                   seed: int) -> float:
+    """Poisson arrivals at ``rate_req_s`` (above capacity: the queue never empties), the
+    workload in order; successful finishes per second over the middle half of them (the
+    steady state, without the start and the drain). Its own client (raw httpx)."""
+    import random
+
+    rng = random.Random(seed)
+    finishes: list[float] = []
+
+    async def arrive(http: httpx.AsyncClient, delay_s: float, i: int) -> None:
+        await asyncio.sleep(delay_s)
+        if await _one(http, url, *work[i % len(work)]):
+            finishes.append(time.perf_counter())
+
+    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=None)) as http:
+        await _one(http, url, *work[0])
+        t_s, jobs = 0.0, []
+        for i in range(requests):
+            jobs.append(arrive(http, t_s, i))
+            t_s += rng.expovariate(rate_req_s)
+        await asyncio.gather(*jobs)
+    finishes.sort()
+    lo, hi = len(finishes) // 4, 3 * len(finishes) // 4
+    return (hi - lo) / (finishes[hi] - finishes[lo]) if hi > lo and finishes[hi] > finishes[lo] else 0.0
 
 
 def attach(url: str, summary: Path, *args: str) -> dict:
@@ -121,7 +162,10 @@ def main() -> None:
     ap.add_argument("--max-running", type=int, default=4)
     ap.add_argument("--max-queued", type=int, default=1)
     ap.add_argument("--rate", type=float, default=200.0, help="the flood's offered rate, req/s")
-    ap.add_argument("--output-tokens", type=int, default=16)
+    ap.add_argument("--output-tokens", type=int, default=16, help="mean output tokens a request")
+    ap.add_argument("--output-spread", type=int, default=8,
+                    help="output lengths drawn in mean +- spread (0: one length, a bistable capacity)")
+    ap.add_argument("--seeds", type=int, default=3, help="arrival draws of the capacity measurement (median)")
     ap.add_argument("--sim-step-ms", type=float, help="the simulator's decode step (default: its model's)")
     ap.add_argument("--capacity-s", type=float, default=12.0, help="seconds of arrivals of the sustained capacity")
     ap.add_argument("--probe-runs", type=int, default=1, help="runs a --find-max-load probe makes (tuiapp's default: 3)")
@@ -131,11 +175,13 @@ def main() -> None:
     venv = a.real_venv if a.target == "real" else None
     if venv is not None and not (venv / "bin" / "python").exists():
         sys.exit(f"no real SGLang venv at {venv}: run tools/sglang_cpu/setup.sh")
-    tokens = ["--max-new-tokens", str(a.output_tokens)]
+    tokens = ["--output-tokens", f"{a.output_tokens}:{a.output_spread}"]
+    work = workload(a.output_tokens, a.output_spread)
     step = ["--sim-step-ms", f"{a.sim_step_ms:g}"] if a.sim_step_ms and a.target == "sim" else []
     with tempfile.TemporaryDirectory() as tmp_name:
         tmp = Path(tmp_name)
-        print(f"target: {a.target}, --max-running-requests {a.max_running}, {a.output_tokens} output tokens a request")
+        print(f"target: {a.target}, --max-running-requests {a.max_running}, output tokens {a.output_tokens}"
+              f" +- {a.output_spread} a request")
 
         running = [*step, "--max-running-requests", str(a.max_running)]
         with Server(a.target, [*running, "--max-queued-requests", str(a.max_queued)], venv, tmp) as srv:
@@ -155,13 +201,13 @@ def main() -> None:
             streams = 2 * a.max_running
             # measured before and after the search: a shared box's load moves a server's pace
             def measure() -> tuple[float, float]:
-                closed = asyncio.run(closed_loop_saturation_req_s(srv.url, streams, 12 * streams, a.output_tokens))
-                burst = asyncio.run(open_loop_saturation_req_s(srv.url, 3 * closed, 12 * streams, a.output_tokens))
+                closed = asyncio.run(closed_loop_saturation_req_s(srv.url, streams, 12 * streams, work))
                 rate = 1.5 * closed
-                opened = asyncio.run(open_loop_saturation_req_s(srv.url, rate, round(rate * a.capacity_s),
-                                                                a.output_tokens))
-                print(f"  capacity: closed loop {closed:.1f}, burst at 3x {burst:.1f}, sustained at 1.5x for"
-                      f" {a.capacity_s:g} s {opened:.1f} req/s", flush=True)
+                draws = [asyncio.run(poisson_saturation_req_s(srv.url, rate, round(rate * a.capacity_s), work, seed))
+                         for seed in range(a.seeds)]
+                opened = sorted(draws)[len(draws) // 2]
+                print(f"  capacity: closed loop {closed:.1f}; Poisson at 1.5x for {a.capacity_s:g} s, draws"
+                      f" {', '.join(f'{d:.1f}' for d in draws)}: median {opened:.1f} req/s", flush=True)
                 return closed, opened
 
             before = measure()
@@ -176,7 +222,7 @@ def main() -> None:
             answer = data.get("max_load") or {}
             found = answer.get("request_rate")
             print(f"capacity (no queue bound), before / after the search: closed loop ({streams} streams)"
-                  f" {before[0]:.1f} / {after[0]:.1f} req/s; sustained open loop (sent at 1.5x for {a.capacity_s:g} s)"
+                  f" {before[0]:.1f} / {after[0]:.1f} req/s; sustained Poisson (1.5x for {a.capacity_s:g} s, median of {a.seeds})"
                   f" {before[1]:.1f} / {after[1]:.1f} req/s")
             print(f"  attach --request-rate {start} --find-max-load --slo {SLO} {' '.join(probe)} --runs {a.probe_runs}"
                   f" ({search_s:.0f} s): {answer.get('text')}")

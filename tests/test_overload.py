@@ -60,31 +60,6 @@ async def closed_loop_capacity_req_s(url: str, streams: int, **kw) -> float:
     return ok / wall
 
 
-async def saturation_req_s(url: str, rate_req_s: float, requests: int, output_tokens: int) -> float:
-    """A server's capacity under arrivals one at a time, measured by a client of its own (raw
-    httpx, no tuiapp code): ``requests`` /generate streams sent every 1/``rate_req_s`` (well
-    above capacity, so its queue never empties), successful finishes per second over the
-    middle half of them (the steady state, without the start and the drain)."""
-    body = {"text": "The capital city of France is", "stream": True,
-            "sampling_params": {"max_new_tokens": output_tokens, "ignore_eos": True}}
-    finishes: list[float] = []
-
-    async def one(http: httpx.AsyncClient, delay_s: float) -> None:
-        await asyncio.sleep(delay_s)
-        async with http.stream("POST", url + "/generate", json=body) as resp:
-            text = (await resp.aread()).decode()
-        if resp.status_code == 200 and f'"completion_tokens":{output_tokens}' in text:
-            finishes.append(asyncio.get_running_loop().time())
-
-    async with httpx.AsyncClient(timeout=600, limits=httpx.Limits(max_connections=None)) as http:
-        await one(http, 0.0)  # a fresh server's first request is slow
-        finishes.clear()
-        await asyncio.gather(*(one(http, i / rate_req_s) for i in range(requests)))
-    finishes.sort()
-    lo, hi = len(finishes) // 4, 3 * len(finishes) // 4
-    return (hi - lo) / (finishes[hi] - finishes[lo]) if hi > lo and finishes[hi] > finishes[lo] else 0.0
-
-
 # ---------------------------------------------------------------- a server that holds 4 streams
 
 
