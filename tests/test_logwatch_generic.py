@@ -21,7 +21,8 @@ from tuiapp.logwatch.watcher import LogWatcher
 
 DATA = Path(__file__).parent / "data"
 ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4", DATA / "logs_oos5",
-          DATA / "logs_oos6", DATA / "logs_oos7", DATA / "logs_oos8", DATA / "logs_oos9", DATA / "logs_oos10"]
+          DATA / "logs_oos6", DATA / "logs_oos7", DATA / "logs_oos8", DATA / "logs_oos9", DATA / "logs_oos10",
+          DATA / "logs_oos11"]
 # known misses, kept failing on purpose (strict: the test says so when one starts to pass)
 KNOWN_MISSES: dict[str, str] = {
     "x22_mooncake_glog_e_line_dots_then_pd_transfer_failed":
@@ -202,6 +203,12 @@ def test_scary_but_harmless_lines_stay_silent(line: str) -> None:
     ("Job for nvidia-fabricmanager.service failed because the control process exited with error code.", "crash"),
     # the router dropping a worker it found dead
     ("[Router (Rust)] 2025-03-18 14:17:58 - WARN - Removing failed worker: http://localhost:8001", "error"),
+    # TensorFlow/XLA's dated absl lines: a failed status at E, anything at F
+    ("2022-04-04 00:27:49.642380: E tensorflow/compiler/xla/xla_client/xla_util.cc:88]   (1) RESOURCE_EXHAUSTED: "
+     "Attempting to reserve 6.48G at the bottom of memory.", "error"),
+    ("2024-01-02 10:00:00.000001: F tensorflow/core/common_runtime/device.cc:12] Check failed: ok", "error"),
+    # a relayed stream's line that is itself an error
+    ("2023-11-10 08:55:40 | ERROR | stderr | RuntimeError: CUDA driver initialization failed", "error"),
 ])
 def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -> None:
     assert [i["kind"] for i in scan_text(line + "\n")] == [kind]
@@ -224,6 +231,11 @@ def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -
     "nvidia-fabricmanager.service: Control process exited, code=exited, status=0/SUCCESS",
     "[Router (Rust)] 2025-03-18 14:17:58 - INFO - Removed worker: http://localhost:8001",
     "[2025-03-18 14:17:58] INFO: Removing cached worker handle for http://localhost:8001",
+    # TF's import-time noise at E; a relayed stream's empty line and its INFO lines (FastChat files stderr at ERROR)
+    "2025-11-14 12:47:54.577428: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:9261] Unable to register "
+    "cuDNN factory: Attempting to register factory for plugin cuDNN when one has already been registered",
+    "2024-04-18 15:16:57 | ERROR | stderr | ",
+    "2024-04-18 15:16:58 | ERROR | stderr | INFO:     Started server process [355692]",
 ])
 def test_the_fabrics_ordinary_lines_stay_silent(line: str) -> None:
     assert scan_text(line + "\n") == []
@@ -321,6 +333,20 @@ def test_a_traceback_cut_before_its_exception_is_still_a_failure() -> None:
 ])
 def test_a_traceback_pasted_in_pieces_is_a_failure(text: str) -> None:
     assert [i["kind"] for i in scan_text(text)] == ["error"]
+
+
+def test_a_traceback_relayed_with_a_prefix_on_each_line_is_a_failure() -> None:
+    text = "".join(f'    2025-06-06T19:02:34.252Z DEBUG runner::subprocess:   File "/x/engine.py", line {n}, in f{n}\n'
+                   f"    2025-06-06T19:02:34.252Z DEBUG runner::subprocess:     g{n}()\n" for n in range(3))
+    assert [i["kind"] for i in scan_text(text)] == ["error"]
+
+
+def test_a_containers_last_state_in_kubectl_describe_is_a_death_beside_another_failure() -> None:
+    text = ("wk64c\n    Last State: Terminated\n      Reason: Error\n      Exit Code: 137\n    Restart Count: 1\n"
+            "Node logs:\n"
+            '2023-11-13T03:50:55+01:00 node containerd[1]: time="x" level=error msg="ExecSync failed" error="boom"\n')
+    assert sorted((i["kind"], i["signature_line"]) for i in scan_text(text)) == [("crash", 4), ("error", 7)]
+    assert scan_text("    Last State: Terminated\n      Reason: Completed\n      Exit Code: 0\n") == []
 
 
 def test_a_caption_or_frames_alone_without_a_traceback_stay_silent() -> None:

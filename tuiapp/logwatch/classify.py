@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 from tuiapp.logwatch.catalogue import known_error
 from tuiapp.logwatch.generic import (
+    DEATH_ANYWHERE_HINTS,
     death_anywhere,
     generic_death,
     generic_error,
@@ -410,6 +411,7 @@ def _knock_on_traceback(body: list[str], message: str) -> bool:
 _IPY_FRAME_RE = re.compile(r"\s*File \[?/?[^\s\]]*\.py:\d+(?:\]\([^)\s]*\))?, in \S")
 _IPY_ARROW_RE = re.compile(r"-+> *\d+ ")
 _STRICT_FRAME_RE = re.compile(r'\s*File "[^"]+", line \d+, in \S')
+_RELAYED_FRAME_RE = re.compile(r'\S[:|\]]? +File "[^"]+", line \d+, in \S')
 
 
 def _starts_mid_traceback(body: list[str]) -> bool:
@@ -465,6 +467,13 @@ def _cut_traceback(body: list[str], has_tb: bool) -> tuple[float, Rule, int, str
             return (_GENERIC_RULE.prio, _GENERIC_RULE, 0, body[0].strip())
         return None
     frames = [i for i, b in enumerate(body) if b.lstrip().startswith('File "')]
+    if not frames and headless and not has_tb:
+        # a traceback another process relayed with its own prefix on each line ("<ts> DEBUG
+        # runner::subprocess:   File ..."), in a paste indented as a whole
+        frames = [i for i, b in enumerate(body[:64]) if 'File "' in b and _RELAYED_FRAME_RE.search(b)]
+        if len(frames) < 2:
+            return None
+        return (_GENERIC_RULE.prio, _GENERIC_RULE, frames[-1], body[frames[-1]].strip())
     if not frames:
         # only the header made it (the log ends there, or the rest went elsewhere)
         head = next((i for i, b in enumerate(body) if _TB_HEADER_RE.match(b)), None) if has_tb else None
@@ -511,7 +520,7 @@ def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule
         if ((suspect and generic_error(line)) or known_error(line)) and not _CLIENT_ERROR_RE.match(line):
             return (_GENERIC_RULE.prio, _GENERIC_RULE, idx, line)
     for idx, b in enumerate(body[:64]):
-        if ("Reason:" in b or "__terminate" in b or "Back-off" in b) and death_anywhere(b):
+        if any(h in b for h in DEATH_ANYWHERE_HINTS) and death_anywhere(b):
             return (_GENERIC_DEATH_RULE.prio, _GENERIC_DEATH_RULE, idx, b.strip())
     return None
 
@@ -604,6 +613,13 @@ def classify(body: list[str]) -> Finding | None:
         # without its head ("Exception raised from ...") one that follows it at once
         f.knock_on = "cause" if f.kind == "error" else f.knock_on
         f.fragment = f.kind == "error" and not body[idx].lstrip().startswith("Exception raised from ")
+    if death is None and rule.kind != "crash" and len(body) > 2:
+        # a death the record shows beside its failure in a form no death rule reads on a candidate line
+        # (a container's last state in `kubectl describe`, indented under its pod)
+        for i, b in enumerate(body[:64]):
+            if i != idx and any(h in b for h in DEATH_ANYWHERE_HINTS) and death_anywhere(b):
+                death = (1, _GENERIC_DEATH_RULE, i, b)
+                break
     if death is not None and rule.kind != "crash":
         _, drule, didx, dline = death
         f.death = Finding("crash", "error", dline.strip()[:_MAX_MESSAGE], "crash", list(ranks),

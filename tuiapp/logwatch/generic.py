@@ -55,6 +55,11 @@ _LEVEL_RE = (
     r"|[EF] \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w./-]+:\d+\] "
     # logrus's text format (the docker CLI, containerd, Go tools): "ERRO[0000] msg", "FATA[2024-...] msg"
     r"|(?:ERRO|FATA|PANI)\[[^\]]{1,40}\] +\S"
+    # TensorFlow/XLA's dated absl lines: "2022-04-04 00:27:49.642380: E tensorflow/.../x.cc:88] msg" at level F,
+    # or at E when the message carries a failed status ("RESOURCE_EXHAUSTED: ..."): E alone is too noisy
+    # (TF logs "Unable to register cuDNN factory" at E on every import)
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: (?:F [\w./-]+:\d+\] |E [\w./-]+:\d+\] .*\b(?:RESOURCE_EXHAUSTED"
+    r"|DEADLINE_EXCEEDED|INTERNAL|UNAVAILABLE|FAILED_PRECONDITION|DATA_LOSS|ABORTED)(?: \[\d+\])?: \S)"
 )
 _PANIC_RE = (
     r"thread '[^']*' panicked at\b"  # Rust (the router/gateway)
@@ -214,9 +219,18 @@ def _may_start(line: str) -> bool:
                                        or (line[1:2] == " " and line[2:3].isdigit()))
 
 
+# a logger that files whatever a child wrote on a stream under one level ("<ts> | ERROR | stderr | INFO: ...",
+# FastChat): the relayed line says what it is, and an empty one says nothing
+_RELAYED_RE = re.compile(r"[^|]{0,60}\|\s*(?:ERROR|CRITICAL)\s*\|\s*std(?:err|out)\s*\|\s?(.*)$")
+_LOWER_LEVELS = ("INFO", "WARNING", "WARN", "DEBUG", "TRACE")
+
+
 def generic_error(line: str) -> bool:
     """A candidate line that reports a failure in a format no family knows."""
     if _may_start(line) and GENERIC_ERROR_RE.match(line):
+        if "| std" in line and (m := _RELAYED_RE.match(line)) is not None:
+            rest = m.group(1).strip()
+            return bool(rest) and not rest.startswith(_LOWER_LEVELS)
         return True
     if ("Assertion" in line or "rror: " in line or "RROR: " in line or "atal: " in line or "ATAL: " in line
             or line.endswith((":", ": "))) and _ANY_WORD_RE.match(line):
@@ -239,7 +253,8 @@ def generic_error(line: str) -> bool:
 # signs of a death anywhere in a record: a container state (kubectl describe), the kubelet
 # backing off a container that keeps dying (its events), a C++ terminate in a native backtrace
 _DEATH_ANYWHERE_RE = re.compile(r"\bReason:\s+(?:OOMKilled|CrashLoopBackOff)\b|__cxxabiv1::__terminate\b"
-                                r"|\bBack-off restarting failed container\b")
+                                r"|\bBack-off restarting failed container\b"
+                                r"|^\s+Exit Code:\s+[1-9]\d{0,2}\s*$")  # a container's last state: it died
 
 
 def generic_death(line: str) -> bool:
@@ -297,7 +312,10 @@ def native_backtrace(body: list[str]) -> tuple[str, int] | None:
     return None
 
 
+DEATH_ANYWHERE_HINTS = ("Reason:", "__terminate", "Back-off", "Exit Code:")
+
+
 def death_anywhere(text: str) -> re.Match[str] | None:
-    if "Reason:" not in text and "__terminate" not in text and "Back-off" not in text:
+    if "Reason:" not in text and "__terminate" not in text and "Back-off" not in text and "Exit Code:" not in text:
         return None
     return _DEATH_ANYWHERE_RE.search(text)
