@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 
 from tuiapp.logwatch.catalogue import known_error
 from tuiapp.logwatch.generic import (
-    DEATH_ANYWHERE_HINTS,
     death_anywhere,
     generic_death,
     generic_error,
@@ -520,7 +519,7 @@ def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule
         if ((suspect and generic_error(line)) or known_error(line)) and not _CLIENT_ERROR_RE.match(line):
             return (_GENERIC_RULE.prio, _GENERIC_RULE, idx, line)
     for idx, b in enumerate(body[:64]):
-        if any(h in b for h in DEATH_ANYWHERE_HINTS) and death_anywhere(b):
+        if ("Reason:" in b or "__terminate" in b or "Back-off" in b or "Exit Code:" in b) and death_anywhere(b):
             return (_GENERIC_DEATH_RULE.prio, _GENERIC_DEATH_RULE, idx, b.strip())
     return None
 
@@ -617,7 +616,7 @@ def classify(body: list[str]) -> Finding | None:
         # a death the record shows beside its failure in a form no death rule reads on a candidate line
         # (a container's last state in `kubectl describe`, indented under its pod)
         for i, b in enumerate(body[:64]):
-            if i != idx and any(h in b for h in DEATH_ANYWHERE_HINTS) and death_anywhere(b):
+            if ("Exit Code:" in b or "Reason:" in b or "Back-off" in b or "__terminate" in b) and i != idx and death_anywhere(b):
                 death = (1, _GENERIC_DEATH_RULE, i, b)
                 break
     if death is not None and rule.kind != "crash":

@@ -312,9 +312,6 @@ def native_backtrace(body: list[str]) -> tuple[str, int] | None:
     return None
 
 
-DEATH_ANYWHERE_HINTS = ("Reason:", "__terminate", "Back-off", "Exit Code:")
-
-
 def death_anywhere(text: str) -> re.Match[str] | None:
     if "Reason:" not in text and "__terminate" not in text and "Back-off" not in text and "Exit Code:" not in text:
         return None
