@@ -1,9 +1,11 @@
 """Panels refresh only the lines whose strips changed: what the screen then shows (Textual's
 cached lines plus the re-rendered ones) must be what a whole repaint shows."""
 
+import re
 from pathlib import Path
 
 import pytest
+from rich.cells import cell_len
 from session_helpers import idle, paint_in_slices  # tests/ is on the path
 
 from tuiapp.commands.preview import read_events
@@ -19,6 +21,34 @@ def screen_lines(app) -> list[list[tuple[str, object]]]:
     """The composed screen from the widgets' caches, as (text, style) runs per row."""
     strips = app.screen._compositor.render_strips()
     return [[(seg.text, seg.style) for seg in strip] for strip in strips]
+
+
+_TERMINAL = re.compile(r"\x1b\[([0-9;?]*)([A-Za-z])|(\n)|([^\x1b\n])")
+
+
+class Terminal:
+    """What a terminal shows (characters only) after the updates the app sends it."""
+
+    def __init__(self, rows: list[str]) -> None:
+        self.cells = [[ch for ch in row] for row in rows]
+
+    def feed(self, data: str) -> None:
+        x = y = 0
+        for params, final, _newline, ch in _TERMINAL.findall(data):  # a new line: a move follows
+            if final == "H":
+                row, col = (int(n) for n in params.split(";"))
+                x, y = col - 1, row - 1
+            elif ch:
+                for cell in range(cell_len(ch)):
+                    self.cells[y][x + cell] = ch if cell == 0 else ""
+                x += cell_len(ch)
+
+    def rows(self) -> list[str]:
+        return ["".join(row) for row in self.cells]
+
+
+def padded(rows, width: int) -> list[str]:
+    return ["".join(text for text, _ in row).ljust(width) for row in rows]
 
 
 @pytest.mark.skipif(not textual_private.fast("render"), reason="tests the render fast path, "
@@ -37,8 +67,23 @@ async def test_partial_line_refreshes_compose_the_same_screen_as_a_whole_repaint
 
     monkeypatch.setattr(Panel, "refresh", spy)
     async with app.run_test(size=(160, 48)) as pilot:
+        await pilot.pause()
+        # the terminal: the screen as composed now, then every update sent after it (cells from
+        # the first to the last that changed in a line, the rest of the line left as it was)
+        terminal = Terminal(padded(screen_lines(app), 160))
+        compositor = app.screen._compositor
+        render_update = compositor.render_update
+
+        def sent(*args, **kwargs):
+            update = render_update(*args, **kwargs)
+            if update is not None:
+                terminal.feed(update.render_segments(app.console))
+            return update
+
+        compositor.render_update = sent
         await paint_in_slices(pilot, session.bus, EVENTS, 40)
         shown = screen_lines(app)
+        assert terminal.rows() == padded(shown, 160)
         for widget in app.screen.walk_children():
             widget.refresh()
         await pilot.pause()

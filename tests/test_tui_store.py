@@ -131,6 +131,16 @@ def test_pcie_history_log_scale_keeps_nccl_and_custom_allreduce_apart():
     assert " ▁▂▃▄▅▆▇█".index(logged[1]) - " ▁▂▃▄▅▆▇█".index(logged[0]) >= 3
 
 
+def test_log_spark_is_the_log_levels_sparkline_in_one_pass():
+    link = 63.0e9
+    values = [None, 0.0, 1e6, 1e7, 2.5e7, 0.5e9, 15e9, 62e9, 63e9, 80e9, None, 3.3e8]
+    for width in (0, 1, 5, len(values), 40):
+        tail = values[-width:] if width else []
+        assert fmt.log_spark(values, width, 1e7, link) == fmt.spark(fmt.log_levels(tail, 1e7, link), width,
+                                                                     floor=0, ceiling=1)
+    assert fmt.log_spark([None, None], 4, 1e7, link) == "    "
+
+
 def test_charts_say_their_scale_and_unit():
     rows = fmt.axis_chart([0.050, 0.060, None, 0.070], 20, 3, "ttft", scale=1000, unit="ms", label_w=5)
     assert [axis for axis, _ in rows] == [" 70ms┤", " ttft│", " 45ms┤"]  # floor: 0.9 x the lowest

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from rich.style import Style
-from rich.text import Text
+from rich.text import Span, Text
 from test_tui_snapshots import EVENTS, THEMES, settle  # tests/ is on the path
 from textual.visual import Visual, visualize
 
@@ -15,6 +15,7 @@ from tuiapp.tui.app import DashboardApp
 from tuiapp.tui.widgets.gpu_table import GpuTable
 from tuiapp.tui.widgets.panel import Panel
 from tuiapp.tui.widgets.strips import StripMaker
+from tuiapp.tui.widgets.text_builder import TextBuilder, join_lines
 
 
 def cells(strips) -> list[list[tuple[str, Style | None]]]:
@@ -97,3 +98,45 @@ async def test_a_panel_s_lines_follow_the_store_the_size_and_the_theme():
         assert table.size.width > len(after[0])
         assert len(shown()[0]) == table.size.width or shown()[0] != after[0]
         assert_same_as_textual(table)
+
+
+async def test_a_panel_s_joined_lines_make_the_strips_of_the_joined_text_and_keep_unchanged_ones():
+    app = DashboardApp(preview_session(EVENTS))
+    async with app.run_test(size=(160, 48)) as pilot:
+        await settle(pilot)
+        panel = app.dashboard.query_one(GpuTable)
+        red, bold, blue = Style(color="red"), Style(bold=True), Style(color="blue")
+        lines = [Text("plain line"), Text.assemble(("a", red), " b ", ("c" * 200, bold)), Text("styled", blue)]
+        lines[0].stylize(bold, 2, 5)
+        lines[0].stylize(red, 3, 9)  # spans on spans
+        joined = join_lines(lines)
+        rich_joined = Text("\n", no_wrap=True).join(lines)
+        assert joined.plain == rich_joined.plain and joined.spans == rich_joined.spans
+        assert_same_as_textual(panel, joined)
+        maker = StripMaker()
+        first = maker.strips(panel, joined, panel.size.width, panel.size.height)
+        assert cells(first) == cells(StripMaker().strips(panel, rich_joined, panel.size.width, panel.size.height))
+
+        lines[1] = Text.assemble(("a", red), " B ", ("c" * 200, bold))  # one line moves
+        second = maker.strips(panel, join_lines(lines), panel.size.width, panel.size.height)
+        assert second[0] is first[0] and second[2] is first[2]  # the others are kept, not made again
+        assert second[1] is not first[1] and "B" in second[1].text
+        assert_same_as_textual(panel, join_lines(lines))
+
+        # a span past its line's end covers the next line in the joined text: the general path
+        odd = Text("short")
+        odd._spans = [Span(2, 9, red)]
+        assert_same_as_textual(panel, join_lines([odd, Text("next line")]))
+
+
+def test_a_built_line_is_rich_s_append_even_for_hostile_text():
+    red, bold = Style(color="red"), Style(bold=True)
+    for pieces in ([("ok ", red), ("", bold), ("plain", None), (" 42", bold)],
+                   [("error: ", red), ("bell\x07 and\rcarriage\x08", bold), (" end", red)]):  # a server's text
+        built = TextBuilder()
+        appended = Text(no_wrap=True, overflow="ellipsis")
+        for piece, style in pieces:
+            built.add(piece, style)
+            appended.append(piece, style)
+        text = built.text(overflow="ellipsis")
+        assert (text.plain, text.spans, text.overflow) == (appended.plain, appended.spans, appended.overflow)

@@ -92,8 +92,8 @@ async def test_the_dashboard_with_the_fast_paths_off_shows_the_same_screen(monke
     own_install = banded_update.install
     monkeypatch.setattr(banded_update, "install", lambda screen: installed.append(screen) or own_install(screen))
     strip_makers: list[object] = []
-    monkeypatch.setattr(Panel, "_changed_lines", lambda self, text, own=Panel._changed_lines:
-                        strip_makers.append(own(self, text)) or own(self, text))
+    monkeypatch.setattr(Panel, "_changed_lines", lambda self, text, size, own=Panel._changed_lines:
+                        strip_makers.append(own(self, text, size)) or own(self, text, size))
     plain_shown, _plain_app = await dashboard_screen(size)
 
     # Textual's own paths were taken: its compositor update, whole-panel refreshes

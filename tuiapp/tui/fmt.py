@@ -108,6 +108,24 @@ def log_levels(values: Sequence[float | None], floor: float, ceiling: float) -> 
     return [None if v is None else min(max((log10(max(v, floor)) - low) / span, 0.0), 1.0) for v in values]
 
 
+def log_spark(values: Sequence[float | None], width: int, floor: float, ceiling: float) -> str:
+    """``spark(log_levels(values[-width:], floor, ceiling), width, floor=0, ceiling=1)`` in one
+    pass: a GPU row's PCIe history, 16 of them a frame."""
+    if width <= 0:
+        return ""
+    low, span = log10(floor), log10(ceiling) - log10(floor)
+    out = []
+    known = False
+    for v in values[-width:]:
+        if v is None:
+            out.append(" ")
+            continue
+        known = True
+        level = min(max((log10(max(v, floor)) - low) / span, 0.0), 1.0)
+        out.append(_BLOCKS[round(level * 7) + 1])
+    return "".join(out).rjust(width) if known else " " * width
+
+
 def short(value: float) -> str:
     """An axis label in 4 characters or fewer: 0.85, 9.5, 89, 1.2k."""
     a = abs(value)

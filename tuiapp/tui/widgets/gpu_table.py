@@ -10,11 +10,12 @@ scale would draw both at the bottom.
 
 from __future__ import annotations
 
-from rich.text import Span, Text
+from rich.text import Text
 
 from tuiapp.common.numfmt import gib, mem, num, rate
 from tuiapp.tui import fmt
 from tuiapp.tui.widgets.panel import Panel
+from tuiapp.tui.widgets.text_builder import TextBuilder
 
 # SGLang preallocates its KV pool (~90% used is normal); warn only close to the edge.
 MEM_WARN = 0.93
@@ -25,6 +26,7 @@ _POWER_TEMP_CELLS = 14  # dropped first on a narrow panel
 UNITS_FROM_W = 110  # from this width every PCIe figure carries its B/s
 _UNIT_CELLS = 6
 HISTORY_FLOOR_BYTES_S = 1e7  # the bottom of the log scale: idle links stay below it
+_CELLS_KEPT = 4096  # history cells remembered per table (16 histories of 60 readings)
 
 
 # Usable bytes/s per lane and direction after line coding (Gen1-2 8b/10b, Gen3+ 128b/130b).
@@ -112,9 +114,11 @@ class GpuTable(Panel):
 
     def _text(self) -> Text:
         s = self.store
-        if 0 < self.size.height < len(s.gpus):
+        width, height = self.size  # a lookup through the screen's map each time: once per render
+        if 0 < height < len(s.gpus):
             return self._summary()
-        spare = max(0, self.size.width - _FIXED_CELLS - (_UNIT_CELLS if self.size.width >= UNITS_FROM_W else 0))
+        units = width >= UNITS_FROM_W
+        spare = max(0, width - _FIXED_CELLS - (_UNIT_CELLS if units else 0))
         power_temp = spare >= 16
         if not power_temp:
             spare += _POWER_TEMP_CELLS
@@ -122,11 +126,11 @@ class GpuTable(Panel):
         hist_w = max(0, (spare - bar_w) // 2)
         ceiling = self.history_ceiling()
         tones = {name: self.tone(name) for name in _ROW_TONES}
-        out = _TextBuilder()
+        out = TextBuilder()
         for n, i in enumerate(sorted(s.gpus)):
             if n:
                 out.add("\n")
-            self._row(out, tones, s.gpus[i], bar_w, hist_w, link_bytes_s(s.gpus[i]) or ceiling, power_temp)
+            self._row(out, tones, s.gpus[i], bar_w, hist_w, link_bytes_s(s.gpus[i]) or ceiling, power_temp, units)
         return out.text()
 
     def _summary(self) -> Text:
@@ -169,12 +173,11 @@ class GpuTable(Panel):
                 second.append(f"{fmt.NA}  ", t("muted"))
         return Text("\n", no_wrap=True).join([first, second][: max(1, self.size.height)])
 
-    def _row(self, row: _TextBuilder, t: dict, g, bar_w: int, hist_w: int, ceiling: float,
-             power_temp: bool = True) -> None:
+    def _row(self, row: TextBuilder, t: dict, g, bar_w: int, hist_w: int, ceiling: float,
+             power_temp: bool = True, units: bool = True) -> None:
         frac = (g.mem_used_bytes / g.mem_total_bytes
                 if g.mem_used_bytes is not None and g.mem_total_bytes else None)
         add = row.add
-        units = self.size.width >= UNITS_FROM_W
         add(f"{g.index:>2} ", t["label"])
         used, free = fmt.bar(frac, bar_w)
         add(used, t[mem_tone(frac)])
@@ -200,38 +203,27 @@ class GpuTable(Panel):
             # the unit on every figure where the row has room, not only in the title
             add(f"{rate(value, compact=True):>5}" + ("B/s" if units else ""), t[tone_now])
             add(" ")
-            levels = fmt.log_levels(list(hist)[-hist_w:] if hist_w else [], HISTORY_FLOOR_BYTES_S, ceiling)
-            add(fmt.spark(levels, hist_w, floor=0, ceiling=1), t[tone])
+            add(self._history(hist, hist_w, ceiling), t[tone])
+
+    def _history(self, hist, width: int, ceiling: float) -> str:
+        """A PCIe history as block characters (fmt.log_spark): each reading's cell is worked
+        out once, not again on every frame it stays in view (16 histories of ~30 a frame)."""
+        if width <= 0:
+            return ""
+        cells = self.__dict__.get("_cells")
+        if cells is None or cells[0] != ceiling or len(cells[1]) > _CELLS_KEPT:
+            cells = self._cells = (ceiling, {})
+        memo = cells[1]
+        out = []
+        for value in list(hist)[-width:]:
+            cell = memo.get(value)
+            if cell is None:
+                cell = memo[value] = fmt.log_spark([value], 1, HISTORY_FLOOR_BYTES_S, ceiling)
+            out.append(cell)
+        return "".join(out).rjust(width)
 
 
 _ROW_TONES = ("label", "free", "muted", "value", "ok", "warn", "error", "rx", "tx")
-
-
-class _TextBuilder:
-    """A Rich Text made in one pass: the table's text and spans exactly as ``Text.append``
-    and ``Text.join`` would make them, without their per-call checks and copies (~120 appends
-    a frame were a third of the table's render)."""
-
-    __slots__ = ("parts", "spans", "end")
-
-    def __init__(self) -> None:
-        self.parts: list[str] = []
-        self.spans: list[Span] = []
-        self.end = 0
-
-    def add(self, piece: str, style=None) -> None:
-        if not piece:
-            return
-        end = self.end + len(piece)
-        if style:
-            self.spans.append(Span(self.end, end, style))
-        self.parts.append(piece)
-        self.end = end
-
-    def text(self) -> Text:
-        text = Text("".join(self.parts), no_wrap=True)
-        text._spans = self.spans
-        return text
 
 
 def host_text(host) -> str:

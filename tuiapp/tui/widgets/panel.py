@@ -52,10 +52,11 @@ class Panel(Widget):
         if not textual_private.fast("render"):
             super()._render_content()
             return
-        width, height = self.size
+        size = self.size  # a lookup through the screen's map each time: once per render
+        width, height = size
         text = self.render()
         made = self.__dict__.pop("_made", None)
-        if made is not None and made[0] is text and made[1] == self.size and made[2] == self.visual_style:
+        if made is not None and made[0] is text and made[1] == size and made[2] == self.visual_style:
             strips = made[3]  # paint() made them to find the changed lines
         else:
             strips = self._strip_maker.strips(self, text, width, height)
@@ -72,8 +73,11 @@ class Panel(Widget):
         series that only grew off-screen): the text is rendered and compared first, since
         a refresh costs Textual ~10x what building the Rich Text does."""
         version = self.view_version()
-        if not force and (version == self.painted_version or not self.size.area):
-            return  # unchanged, or not on screen (another layout's copy): painted when it shows
+        if not force and version == self.painted_version:
+            return  # unchanged
+        size = self.size  # a lookup through the screen's map each time: once per paint
+        if not force and not size.area:
+            return  # not on screen (another layout's copy): painted when it shows
         now_s = time.monotonic()
         if not (force or urgent) and now_s - self._painted_s < self.min_interval_s:
             return  # painted a moment ago: the next frame after the interval shows it
@@ -81,7 +85,7 @@ class Panel(Widget):
         self.painted_version = version
         self.__dict__.pop("_compared", None)  # an unused one is older than what comes now
         self.__dict__.pop("_made", None)
-        if force or not self.size.area:
+        if force or not size.area:
             self._painted_text = None
             self.refresh(layout=force)
             return
@@ -89,8 +93,8 @@ class Panel(Widget):
         if self.compare_text and text == self._painted_text:
             return
         self._painted_text = text if self.compare_text else None
-        self._compared = (text, self.size)  # Textual's render for this refresh takes it
-        changed = self._changed_lines(text)
+        self._compared = (text, size)  # Textual's render for this refresh takes it
+        changed = self._changed_lines(text, size)
         if changed is None:
             self.refresh()
         elif changed:
@@ -101,7 +105,7 @@ class Panel(Widget):
         state of its own, a cursor say, adds it)."""
         return self.store.versions[self.panel_key]
 
-    def _changed_lines(self, text: object) -> list[Region] | None:
+    def _changed_lines(self, text: object, size) -> list[Region] | None:
         """The content lines whose strips differ from the ones on screen, or None for all.
 
         Textual re-renders every line of a refreshed widget (borders, background, the colour
@@ -110,17 +114,22 @@ class Panel(Widget):
         if not textual_private.fast("render"):
             return None  # the lines on screen are Textual's to compare: all of them, then
         cache = textual_private.cached_render(self)
-        if textual_private.dirty_regions(self) or cache.size != self.size or self.text_selection is not None:
+        if textual_private.dirty_regions(self) or cache.size != size or self.text_selection is not None:
             return None  # a whole repaint is pending anyway, or the lines on screen are not ours
-        width, height = self.size
+        width, height = size
         strips = self._strip_maker.strips(self, text, width, height)
         if strips is None:
             return None
-        self._made = (text, self.size, self.visual_style, strips)
+        self._made = (text, size, self.visual_style, strips)
         old = cache.lines
         blank = _NO_LINE
-        return [Region(0, y, width, 1) for y in range(height)
-                if (strips[y] if y < len(strips) else blank) != (old[y] if y < len(old) else blank)]
+        changed = []
+        for y in range(height):
+            new_line = strips[y] if y < len(strips) else blank
+            old_line = old[y] if y < len(old) else blank
+            if new_line is not old_line and new_line != old_line:
+                changed.append(_changed_cells(new_line, old_line, y, width))
+        return changed
 
     def tone(self, name: str) -> Style:
         # Memoised for one render: a GPU table asks ~100 times for 11 tones. Read from the
@@ -135,6 +144,26 @@ class Panel(Widget):
 
 
 _NO_LINE = Strip([])  # past the text's last line: Textual shows a blank there
+
+
+def _changed_cells(new: Strip, old: Strip, y: int, width: int) -> Region:
+    """The cells of line ``y`` from the first that differs to the last: the terminal is sent
+    those (a GPU row whose power moved, not its 60 columns of unchanged history)."""
+    new_segments, old_segments = list(new), list(old)
+    start = 0
+    for a, b in zip(new_segments, old_segments, strict=False):
+        if a != b:
+            break
+        start += a.cell_length
+    end = width
+    if new.cell_length == old.cell_length:  # else the rest of the row changes (or clears)
+        end = new.cell_length
+        for a, b in zip(reversed(new_segments), reversed(old_segments), strict=False):
+            if a != b or end - a.cell_length < start:
+                break
+            end -= a.cell_length
+    start = min(start, width - 1)
+    return Region(start, y, max(1, min(end, width) - start), 1)
 
 
 def _reusing_compared(render):

@@ -14,39 +14,45 @@ from tuiapp.common.numfmt import num
 from tuiapp.tui import fmt
 from tuiapp.tui.figures import rate_per_s, reasons_text
 from tuiapp.tui.widgets.panel import Panel
+from tuiapp.tui.widgets.text_builder import TextBuilder, join_lines
 
 
 class _PerfPanel(Panel):
     min_interval_s = 0.75  # the server's tok/s comes from three sources, ~3 a second
 
     def _line(self, *parts: tuple[str, str]) -> Text:
-        text = Text(no_wrap=True, overflow="ellipsis")
+        line = TextBuilder()
         for content, tone in parts:
-            text.append(content, self.tone(tone))
-        return text
+            line.add(content, self.tone(tone))
+        return line.text(overflow="ellipsis")
 
     axis_w: int = 4  # the widest series name in the panel, so stacked charts line up
 
-    def _chart(self, name: str, values, rows: int, tone: str = "spark", **scale) -> list[Text]:
+    def _chart(self, name: str, values, rows: int, width: int, tone: str = "spark", **scale) -> list[Text]:
         """One series per chart, with its name and scale on a y axis in the series' colour;
         zero-based unless told otherwise (a zoomed axis turns noise into a cliff)."""
         scale.setdefault("floor", 0.0)
         # A series that counts its changes (GaugeSeries) redraws its chart only when it moved:
         # the figures above change every second, the chart every 10 s.
         version = getattr(values, "version", None)
-        key = (rows, self.size.width, self.tone(tone), version, tuple(sorted(scale.items())))
+        key = (rows, width, self.tone(tone), tuple(sorted(scale.items())))
         charts = self.__dict__.setdefault("_charts", {})
-        cached = charts.get(name)
-        if version is not None and cached is not None and cached[0] == key:
-            return cached[1]
-        out = []
-        for axis, bars in fmt.axis_chart(values, self.size.width, rows, name, label_w=self.axis_w, **scale):
-            out.append(self._line((axis, tone), (bars, tone)))
-        charts[name] = (key, out)
+        cached = charts.get(name)  # (key, version, cells, lines)
+        if cached is not None and cached[0] == key and version is not None and cached[1] == version:
+            return cached[3]
+        cells = fmt.axis_chart(values, width, rows, name, label_w=self.axis_w, **scale)
+        if cached is not None and cached[0] == key and cached[2] == cells:
+            # the series moved (a reading changed its column's mean) but not a cell of its chart:
+            # the same lines, so the panel's strips and the screen's cells are reused as they are
+            charts[name] = (key, version, cells, cached[3])
+            return cached[3]
+        out = [self._line((axis, tone), (bars, tone)) for axis, bars in cells]
+        charts[name] = (key, version, cells, out)
         return out
 
-    def _join(self, lines: list[Text]) -> Text:
-        return Text("\n", no_wrap=True).join(lines[: max(1, self.size.height)])
+    @staticmethod
+    def _join(lines: list[Text], height: int) -> Text:
+        return join_lines(lines[: max(1, height)])
 
 
 class ThroughputPanel(_PerfPanel):
@@ -58,11 +64,12 @@ class ThroughputPanel(_PerfPanel):
 
     def render(self) -> Text:
         s = self.store
+        width, height = self.size
         # The names in the series' colours are the charts' legend.
         best = s.best_result() if s.finished else None
         failure = s.failure() if best is None else None  # a finished campaign shows its best, not its last failure
         if failure is not None:  # a failed start: its reason where the eye is, not in a details window
-            return self._failed(failure)
+            return self._failed(failure, width, height)
         req = s.last_request
         run = s.last_run
         mean, sd, ci95, n = s.run_stats()
@@ -81,7 +88,7 @@ class ThroughputPanel(_PerfPanel):
             lines = []
         server = s.server_tok_s_now
         # the kind of each figure in words; on a narrow panel the short words (docs/dashboard.md)
-        stream, total = ("per stream ", "aggregate  ") if self.size.width >= 36 else ("stream ", "total  ")
+        stream, total = ("per stream ", "aggregate  ") if width >= 36 else ("stream ", "total  ")
         lines = lines or [
             self._line((stream, "label"), ("run ", "spark"), (num(run.decode_tok_s if run else None, '.1f'), "value"),
                        ("  req ", "label"), (num(req.decode_tok_s if req and req.ok else None, '.1f'), "value"),
@@ -94,22 +101,21 @@ class ThroughputPanel(_PerfPanel):
         ]
         if req is not None and not req.ok:  # why, not just that: the latest failure's reason
             lines.append(self._line(("failed: ", "error"), (req.error or "unknown", "error")))
-        rows = max(1, self.size.height - len(lines))
+        rows = max(1, height - len(lines))
         if rows >= 4 and len(s.server_tok_s) > 0:
             run_rows = max(1, rows // 2)
-            lines += self._chart("run", s.run_tok_s, run_rows)
-            lines += self._chart("server", s.server_tok_s, rows - run_rows, "rx")
+            lines += self._chart("run", s.run_tok_s, run_rows, width)
+            lines += self._chart("server", s.server_tok_s, rows - run_rows, width, "rx")
         else:
-            lines += self._chart("run", s.run_tok_s, rows)
-        return self._join(lines)
+            lines += self._chart("run", s.run_tok_s, rows, width)
+        return self._join(lines, height)
 
-    def _failed(self, reason: str) -> Text:
-        width = max(10, self.size.width - 1)
+    def _failed(self, reason: str, width: int, height: int) -> Text:
         lines = [self._line(("FAILED", "error"), ("  the server did not start or died", "label"))]
-        for piece in textwrap.wrap(" ".join(reason.split()), width)[: max(1, self.size.height - 2)]:
+        for piece in textwrap.wrap(" ".join(reason.split()), max(10, width - 1))[: max(1, height - 2)]:
             lines.append(self._line((piece, "error")))
         lines.append(self._line(("l: the whole log", "muted")))
-        return self._join(lines)
+        return self._join(lines, height)
 
 
 class AcceptancePanel(_PerfPanel):
@@ -126,15 +132,16 @@ class AcceptancePanel(_PerfPanel):
         length = s.accept_length[-1] if s.accept_length else None
         rate = s.accept_rate[-1] if s.accept_rate else None
         no_spec = s.server_info is not None and not s.server_info.speculative_algorithm
+        width, height = self.size
         if no_spec and length is None:
-            return self._join([self._line(("speculation off", "muted"))])
-        narrow = self.size.width < 24
+            return self._join([self._line(("speculation off", "muted"))], height)
+        narrow = width < 24
         lines = [self._line(("len ", "spark"), (num(length, '.2f'), "value"), ("" if narrow else " tok/step", "muted"),
                             (" · " if narrow else "  rate ", "label"),
                             (num(rate * 100 if rate is not None else None, '.0f', "%"), "value"))]
         # one accepted token per step is no speculation at all: the axis starts there
-        lines += self._chart("len", s.accept_length, max(1, self.size.height - 1), floor=1.0)
-        return self._join(lines)
+        lines += self._chart("len", s.accept_length, max(1, height - 1), width, floor=1.0)
+        return self._join(lines, height)
 
 
 class LatencyPanel(_PerfPanel):
@@ -155,7 +162,7 @@ class LatencyPanel(_PerfPanel):
                    "TPOT": [p.tpot_p50_ms, p.tpot_p90_ms, p.tpot_p99_ms],
                    "E2E": [p.e2e_p50_ms, p.e2e_p90_ms, p.e2e_p99_ms]}
             count = f"  point {len(s.points)} done"
-        width = self.size.width
+        width, height = self.size
         w = 6 if width >= 17 else 5  # a column: "  55.4" or " 55.4"
         cols = (0, 1, 2) if width >= 5 + 3 * w else (0, 2)  # p90 joins when it fits
         if width < 15:
@@ -171,14 +178,14 @@ class LatencyPanel(_PerfPanel):
             lines.append(self._line((f"{name:<{label_w}}", tone), *((f"{cell:>{w}}", "value") for cell in cells)))
         if not len(window) and not s.points:
             lines[1:] = [self._line(("no request back yet", "muted"))]
-        rows = max(1, self.size.height - len(lines))
+        rows = max(1, height - len(lines))
         ms = {"scale": 1000.0, "unit": "ms"}
         if rows >= 4:
-            lines += self._chart("ttft", s.ttft_s, rows // 2, **ms)
-            lines += self._chart("tpot", s.tpot_s, rows - rows // 2, "rx", **ms)
+            lines += self._chart("ttft", s.ttft_s, rows // 2, width, **ms)
+            lines += self._chart("tpot", s.tpot_s, rows - rows // 2, width, "rx", **ms)
         elif rows >= 2:
-            lines += self._chart("tpot", s.tpot_s, rows, "rx", **ms)
-        return self._join(lines)
+            lines += self._chart("tpot", s.tpot_s, rows, width, "rx", **ms)
+        return self._join(lines, height)
 
 
 STALE_S = 5.0  # server figures older than this say so
@@ -193,15 +200,16 @@ class ServerPanel(_PerfPanel):
     axis_w = 4
 
     def get_content_height(self, container, viewport, width: int) -> int:
-        return len(self._lines())  # auto height in the right column: every line it has (no chart)
+        return len(self._lines(*self.size))  # auto height in the right column: every line it has (no chart)
 
     def render(self) -> Text:
-        return Text("\n", no_wrap=True).join(self._lines()[: max(1, self.size.height)])
+        width, height = self.size
+        return self._join(self._lines(width, height), height)
 
-    def _lines(self) -> list[Text]:
+    def _lines(self, width: int, height: int) -> list[Text]:
         s = self.store
         load = s.server_load
-        narrow = self.size.width < 30  # the perf row at 80-100 columns: short words
+        narrow = width < 30  # the perf row at 80-100 columns: short words
         lines = []
         if load is not None:
             queued_tone = "warn" if load.queue_reqs else "value"
@@ -209,7 +217,7 @@ class ServerPanel(_PerfPanel):
                                     (" · queue " if narrow else "  queued ", "label"),
                                     (num(load.queue_reqs, 'd'), queued_tone), ("" if narrow else " req", "muted")))
             usage = load.token_usage
-            bar_w = max(0, min(20, self.size.width - (8 if narrow else 14)))
+            bar_w = max(0, min(20, width - (8 if narrow else 14)))
             filled, empty = fmt.bar(usage, bar_w)
             tone = "error" if (usage or 0) >= 0.97 else "warn" if (usage or 0) >= 0.9 else "spark"
             lines.append(self._line(("KV " if narrow else "KV cache ", "label"), (filled, tone), (empty, "free"),
@@ -224,7 +232,7 @@ class ServerPanel(_PerfPanel):
         lines.append(self._line(("failed ", "label"), (str(failed), "error" if failed else "value")))
         if failed:  # one reason a line where there are rows for them, else in one line
             reasons = s.errors_by_reason.most_common()
-            room = max(0, self.size.height - len(lines) - 1) if self.size.height else len(reasons)
+            room = max(0, height - len(lines) - 1) if height else len(reasons)
             if len(reasons) <= room:
                 lines += [self._line((f"  {name} ", "label"), (str(n), "error")) for name, n in reasons]
             else:
@@ -235,8 +243,8 @@ class ServerPanel(_PerfPanel):
             old = f", {fmt.clock(age_s)} old" if age_s > STALE_S else ""
             lines.append(self._line((f"from {source}{old}", "warn" if old else "muted")))
         # the rows left: running requests and KV usage over time, from zero (KV: 0-100%)
-        rows = self.size.height - len(lines)
+        rows = height - len(lines)
         if rows >= 4 and load is not None:
-            lines += self._chart("run", s.running_reqs, rows // 2)
-            lines += self._chart("kv", s.kv_usage, rows - rows // 2, "rx", scale=100.0, unit="%", ceiling=1.0)
+            lines += self._chart("run", s.running_reqs, rows // 2, width)
+            lines += self._chart("kv", s.kv_usage, rows - rows // 2, width, "rx", scale=100.0, unit="%", ceiling=1.0)
         return lines

@@ -35,6 +35,9 @@ class StripMaker:
     def __init__(self) -> None:
         self._key: object = None
         self._styles: dict[tuple, RichStyle | None] = {}
+        # y -> (line, its spans, width, strip): a frame moves a line or two of a panel, and a
+        # strip made again for each of the others cost most of a paint (the charts' rows)
+        self._lines: dict[int, tuple[str, tuple, int, Strip]] = {}
 
     def strips(self, widget, text: object, width: int, height: int) -> list[Strip] | None:
         """``text`` as the strips Textual would render for ``widget``, or None to let it."""
@@ -56,29 +59,67 @@ class StripMaker:
         if key != self._key or len(self._styles) > _MAX_STYLES:
             self._key = key
             self._styles = {}
-        lines = plain.split("\n")[:height] if height is not None else plain.split("\n")
-        per_line = _spans_per_line(text, lines)
-        memo = self._styles
+            self._lines = {}
+        kept_lines = getattr(text, "lines", None)  # text_builder.join_lines: the panel's own lines
+        per_line = None
+        if kept_lines is not None and not text.style and plain.count("\n") + 1 == len(kept_lines):
+            lines_in = kept_lines[:height] if height is not None else kept_lines
+            lines = [line.plain for line in lines_in]
+            per_line = [_own_spans(line, plain_line) for line, plain_line in zip(lines_in, lines, strict=True)]
+            if None in per_line:  # a span past its line's end reaches the next line: the general case
+                per_line = None
+        if per_line is None:
+            lines = plain.split("\n")[:height] if height is not None else plain.split("\n")
+            per_line = [tuple(spans) for spans in _spans_per_line(text, lines)]
+        made = self._lines
         out = []
         for y, (line, spans) in enumerate(zip(lines, per_line, strict=True)):
-            if cell_len(line) > width:  # Content.truncate with an ellipsis; spans cut at the end
-                line = set_cell_size(line, width - 1) + "…"
-                end = len(line)
-                spans = [(start, min(stop, end), style) for start, stop, style in spans if start < end]
-            segments = []
-            x = 0
-            for start, stop, cover in _pieces(len(line), spans):
-                k = (cover, x, y)
-                style = memo.get(k, memo)
-                if style is memo:
-                    style = memo[k] = _final_style(base, cover, x, y, ansi_theme)
-                if style is None:  # a link or meta Textual would treat specially
-                    return None
-                piece = line[start:stop]
-                segments.append(Segment(piece, style))
-                x += len(piece)
-            out.append(Strip(segments, cell_len(line)))
+            kept = made.get(y)
+            if kept is not None and kept[2] == width and kept[0] == line and kept[1] == spans:
+                out.append(kept[3])  # the same cells in the same styles: the same strip
+                continue
+            strip = self._strip(line, spans, width, y, base, ansi_theme)
+            if strip is None:
+                return None
+            made[y] = (line, spans, width, strip)
+            out.append(strip)
         return out
+
+    def _strip(self, line: str, spans, width: int, y: int, base: Style, ansi_theme) -> Strip | None:
+        if cell_len(line) > width:  # Content.truncate with an ellipsis; spans cut at the end
+            line = set_cell_size(line, width - 1) + "…"
+            end = len(line)
+            spans = [(start, min(stop, end), style) for start, stop, style in spans if start < end]
+        memo = self._styles
+        segments = []
+        x = 0
+        for start, stop, cover in _pieces(len(line), spans):
+            k = (cover, x, y)
+            style = memo.get(k, memo)
+            if style is memo:
+                style = memo[k] = _final_style(base, cover, x, y, ansi_theme)
+            if style is None:  # a link or meta Textual would treat specially
+                return None
+            piece = line[start:stop]
+            segments.append(Segment(piece, style))
+            x += len(piece)
+        return Strip(segments, cell_len(line))
+
+
+def _own_spans(line: Text, plain: str) -> tuple | None:
+    """One line's spans as _spans_per_line finds them in the joined text (its own style
+    under them, empty ones dropped; a string style becomes None, "not simple"), or None
+    for a span that runs past the line (in the joined text it reaches the next line)."""
+    length = len(plain)
+    spans = []
+    if line.style and length:
+        spans.append((0, length, None if isinstance(line.style, str) else line.style))
+    for start, stop, style in line._spans:
+        if stop > length:
+            return None
+        if stop > start:
+            spans.append((start, stop, None if isinstance(style, str) else style))
+    return tuple(spans)
 
 
 def _spans_per_line(text: Text, lines: list[str]) -> list[list[tuple[int, int, RichStyle]]]:
