@@ -37,7 +37,9 @@ _ANSI_RE = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\^\[\[[0-9;]*m")
 _SYSLOG_ESC_RE = re.compile(r"#033\[[0-9;?]*[A-Za-z]|#015$")
 # Ray's "(WorkerDict pid=N, ip=..)", vLLM's "(VllmWorker rank=1 pid=N)", nested "(A pid=1) (B pid=2) "
 _BARE_SGR_RE = re.compile(r"\[(?:\d{1,3};)*\d{1,3}m")
-_RAY_RE = re.compile(r"(?:\((?:[\w.:-]+)(?: [\w.-]+=[\w.-]+)* pid=\d+(?:, ip=[\d.]+)?\) ?){1,3}")
+# (and Ray's own processes, tagged without a pid: "(raylet, ip=172.17.0.3) ", "(gcs_server) ")
+_RAY_RE = re.compile(r"(?:\((?:(?:[\w.:-]+)(?: [\w.-]+=[\w.-]+)* pid=\d+|raylet|gcs_server|dashboard_agent"
+                     r"|runtime_env_agent)(?:, ip=[\d.]+)?\) ?){1,3}")
 
 _TS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
@@ -80,6 +82,9 @@ ENVELOPES: dict[str, re.Pattern[str]] = {
 _ORDER = list(ENVELOPES)  # more specific first: cri and loki before docker_ts, journald_iso after both
 
 
+_RAY_OWN = ("(raylet", "(gcs_server", "(dashboard_agent", "(runtime_env_agent")
+
+
 def strip_ansi(text: str) -> str:
     if "#0" in text and ("#033[" in text or text.endswith(("#015", "#011")) or "#011" in text):
         text = _SYSLOG_ESC_RE.sub("", text).replace("#011", "\t")
@@ -92,7 +97,7 @@ def strip_ansi(text: str) -> str:
 
 
 def strip_ray(text: str) -> str:
-    if text.startswith("(") and "pid=" in text[:80]:
+    if text.startswith("(") and ("pid=" in text[:80] or text.startswith(_RAY_OWN)):
         m = _RAY_RE.match(text)
         if m:
             text = text[m.end():]

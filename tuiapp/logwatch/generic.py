@@ -125,6 +125,11 @@ _DEATH_RE = (
     r"|[\w@.:-]+: Failed with result '[\w-]+'"
     # systemd-coredump's report (journald): "Process 6071 (python3) of user 0 dumped core."
     r"|Process \d+ \([^)]*\) of user \d+ dumped core\b"
+    # zsh on a job that died: "[1]    2964311 abort (core dumped)  python test.py"
+    r"|\[\d+\] +\d+ (?:abort|segmentation fault|killed|bus error|floating point exception|illegal hardware instruction)"
+    r"(?: \(core dumped\))? +\S"
+    # ROCclr's guarantee(), which aborts the process: "/x/rocclr/hip_code_object.cpp:120: guarantee(false && \"...\")"
+    r"|\S+\.(?:cpp|cc|hpp|h):\d+: guarantee\("
 )
 
 # fault reports specific enough to be found anywhere in a line (a runtime writes them into
@@ -150,7 +155,9 @@ _ANY_WORD = (
 _ANY_WORD_RE = re.compile(_ANY_WORD)
 # C tools and runtimes report a failed step as "component: failed to X: reason"
 # ("ggml_cuda_init: failed to initialize CUDA: unknown error")
-_FAILED_TO_RE = re.compile(r"[\w.-]+: (?:[Ff]ailed to|[Uu]nable to|[Cc]annot|[Cc]ould not) [^:]{2,80}: \S")
+# (a shell run without a terminal says "bash: cannot set terminal process group (-1): ...": noise)
+_FAILED_TO_RE = re.compile(r"(?!(?:ba|z|da|k)?sh: cannot set terminal process group)"
+                           r"[\w.-]+: (?:[Ff]ailed to|[Uu]nable to|[Cc]annot|[Cc]ould not) [^:]{2,80}: \S")
 _FAILED_TO_HINTS = (": failed to ", ": Failed to ", ": unable to ", ": Unable to ", ": cannot ", ": could not ")
 # an exception reported by the repr of its type: "<class 'ModuleNotFoundError'>: No module named 'x'"
 _CLASS_REPR_RE = re.compile(r"<class '(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)'>:? \S")
@@ -198,7 +205,7 @@ def might_fail(line: str) -> bool:
             or "illegal memory" in line or "HIP error" in line or "to call hip" in line
             or "ailed to " in line or "nable to " in line or ": cannot " in line or ": could not " in line
             or "<class '" in line or "exited with code" in line or "process exited, code=" in line
-            or "Failed with result" in line or ("/" in line and _pod_hint(line)))
+            or "Failed with result" in line or ": guarantee(" in line or ("/" in line and _pod_hint(line)))
 
 
 def _pod_hint(line: str) -> bool:
