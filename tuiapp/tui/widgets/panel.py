@@ -43,7 +43,10 @@ class Panel(Widget):
         self._painted_text: object = None
         self._painted_s = 0.0
         self._strip_maker = StripMaker()
-        self._frame_tones: dict[str, Style] = {}
+        # name -> Rich style, kept until the CSS is applied to the panel again (a theme, a class)
+        # or its background moves: ~80 lookups a frame, each a DOM walk and a blend otherwise
+        self._tones: dict[str, Style] = {}
+        self._tones_background: object = None
 
     def _render_content(self) -> None:
         """Textual's own, except that the text becomes strips through the memoised StripMaker
@@ -132,15 +135,19 @@ class Panel(Widget):
         return changed
 
     def tone(self, name: str) -> Style:
-        # Memoised for one render: a GPU table asks ~100 times for 11 tones. Read from the
-        # component's own styles: Textual's getter also builds the full style, a DOM walk
-        # (~0.1 ms) per tone per frame, since every refresh empties its cache.
-        style = self._frame_tones.get(name)
+        # Memoised: a GPU table asks ~100 times a frame for 11 tones. Read from the component's
+        # own styles: Textual's getter also builds the full style, a DOM walk (~0.1 ms) per
+        # tone, since every refresh empties its cache.
+        style = self._tones.get(name)
         if style is None:
             component = f"panel--{name}"
             partial = self.get_component_styles(component).partial_rich_style
-            style = self._frame_tones[name] = tone_style(self, component, partial)
+            style = self._tones[name] = tone_style(self, component, partial)
         return style
+
+    def notify_style_update(self) -> None:
+        super().notify_style_update()
+        self._tones = {}  # the CSS was applied again: a new theme or class may move any tone
 
 
 _NO_LINE = Strip([])  # past the text's last line: Textual shows a blank there
@@ -171,7 +178,9 @@ def _reusing_compared(render):
     (once, and only at the same size), so a changed panel is not rendered twice per frame."""
 
     def reuse(self):
-        self._frame_tones = {}  # this render's tones: the CSS may have moved since the last
+        background = self.styles.background
+        if background != self._tones_background:  # set in code, not by the CSS: tones blend over it
+            self._tones, self._tones_background = {}, background
         compared = self.__dict__.pop("_compared", None)
         if compared is not None and compared[1] == self.size:
             return compared[0]
