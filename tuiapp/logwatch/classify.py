@@ -61,7 +61,8 @@ ARGPARSE_ERROR = (r"(?:[\w.-]+: )?error: (?:unrecognized arguments: |the followi
 # NVSHMEM reports an error as the source line that saw it (DeepEP's bootstrap, multi-node EP)
 NVSHMEM_SOURCE_LINE = r"\S*nvshmem\S*\.(?:cpp|cu|h):[\w:]*\d+: "
 # the head of NCCL's own log line, up to its level
-NCCL_HEAD = r"\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL "
+# (a wrapper or NCCL_DEBUG_TIMESTAMP_FORMAT may put a date before it)
+NCCL_HEAD = r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+ )?\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL "
 _XID_RE = re.compile(r"NVRM: Xid \(PCI:[\w:.]+\): (\d+)")
 _TB_HEAD = "Traceback (most recent call last)"
 # a traceback's header as Python, IPython ("RuntimeError     Traceback (most recent call last)") and Rich
@@ -103,7 +104,7 @@ RULES: list[Rule] = [
     _r("oom", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed", prio=PRIORITY.index("error") - 0.5,
        wrapper=True),
     _r("oom", _E + r".*CUBLAS_STATUS_ALLOC_FAILED"),
-    _r("oom", r"\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL WARN .*out of memory"),
+    _r("oom", NCCL_HEAD + r"WARN .*out of memory"),
     _r("nccl", r"Watchdog caught collective operation timeout"),
     _r("nccl", r"(?:[\w.]+\.)?DistBackendError\b"),
     _r("nccl", _E + r".*\bNCCL (?:error|communicator was aborted)"),
@@ -123,6 +124,8 @@ RULES: list[Rule] = [
     # none before); a paste may keep only "file.cc:N NCCL WARN msg".
     _r("nccl", NCCL_HEAD + r"WARN\b", "warning"),
     _r("nccl", NCCL_HEAD + r"ERROR\b"),
+    # nccl-tests reporting a failed NCCL call: "NCCL failure common.cu:908 'unhandled cuda error'"
+    _r("nccl", r"(?:Test )?NCCL failure [\w./-]+:\d+ '"),
     _r("nccl", r"(?:[\w.-]+/)*[\w.-]+\.(?:cc|c|cu|cpp|h):\d+ NCCL WARN\b", "warning", needs="NCCL WARN"),
     # a kernel fault CUDA reports to the exception of whatever call noticed it (also when that is a
     # CUDA-graph capture: the fault, not memory, is the cause)
@@ -220,7 +223,7 @@ _RANK_RES = [
     re.compile(r"^Subprocess scheduler_(\d+) "),
     re.compile(r"\bRank (\d+) scheduler (?:died|is dead)"),
     re.compile(r"\bRank (\d+)\]"),
-    re.compile(r"^\S+:\d+:\d+ \[(\d+)\] (?:[\w./-]+:\d+ )?NCCL "),
+    re.compile(r"^(?:\d{4}-\d\d-\d\d[ T][\d:.,]+ )?\S+:\d+:\d+ \[(\d+)\] (?:[\w./-]+:\d+ )?NCCL "),
     re.compile(r"^(?:Decode|Prefill|Encode|Embedding) \w+ failed for request rank=(\d+) "),
 ]
 _MAX_MESSAGE = 1000

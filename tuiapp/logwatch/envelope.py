@@ -76,8 +76,10 @@ ENVELOPES: dict[str, re.Pattern[str]] = {
                       r"\[\d+,\d+\]<(?:stdout|stderr|stddiag)>:"),
     # a launcher's per-task label: srun --label, pdsh ("0: <line>")
     "label": re.compile(r"\d{1,5}: "),
-    # a paste quoted in markdown, line by line
-    "quote": re.compile(r"> ?"),
+    # a paste quoted in markdown, line by line (also as list items: "> - <line>")
+    "quote": re.compile(r"> ?(?:[-*] (?=\S))?"),
+    # a paste as a markdown list, one item a line
+    "list": re.compile(r"[-*] (?=\S)"),
 }
 _ORDER = list(ENVELOPES)  # more specific first: cri and loki before docker_ts, journald_iso after both
 
