@@ -9,6 +9,7 @@ from rich.cells import cell_len
 from session_helpers import idle, paint_in_slices  # tests/ is on the path
 
 from tuiapp.commands.preview import read_events
+from tuiapp.events import HostSample
 from tuiapp.session import Session
 from tuiapp.tui import textual_private
 from tuiapp.tui.app import DashboardApp
@@ -81,7 +82,12 @@ async def test_partial_line_refreshes_compose_the_same_screen_as_a_whole_repaint
             return update
 
         compositor.render_update = sent
-        await paint_in_slices(pilot, session.bus, EVENTS, 40)
+        # the host's figures (the GPU table's bottom border) move between slices, as they do live
+        events = [event for start in range(0, len(EVENTS), 40) for event in (
+            *EVENTS[start:start + 40], HostSample(t_s=EVENTS[min(start + 39, len(EVENTS) - 1)].t_s,
+                                                  cpu_pct=start % 97, mem_used_bytes=(start + 1) << 30,
+                                                  mem_total_bytes=64 << 30))]
+        await paint_in_slices(pilot, session.bus, events, 41)
         shown = screen_lines(app)
         assert terminal.rows() == padded(shown, 160)
         for widget in app.screen.walk_children():

@@ -11,6 +11,7 @@ scale would draw both at the bottom.
 from __future__ import annotations
 
 from rich.text import Text
+from textual.geometry import Region
 
 from tuiapp.common.numfmt import gib, mem, num, rate
 from tuiapp.tui import fmt
@@ -72,12 +73,27 @@ class GpuTable(Panel):
     def on_resize(self) -> None:
         self._title()
 
+    _border_only = False  # set while the subtitle changes: Textual's setter refreshes the whole table
+
+    def refresh(self, *regions: Region, **kwargs) -> GpuTable:
+        if self._border_only and not regions and not kwargs:
+            # the bottom border, where the subtitle is (regions are relative to the content)
+            x, y = self.content_offset
+            width, height = self.outer_size
+            regions = (Region(-x, height - 1 - y, width, 1),)
+        return super().refresh(*regions, **kwargs)
+
     def paint(self, force: bool = False) -> None:
         super().paint(force)
         self._title()
         subtitle = host_text(self.store.host)
-        if subtitle != self._subtitle:  # setting it refreshes the whole table, changed or not
-            self._subtitle = self.border_subtitle = subtitle
+        if subtitle != self._subtitle:  # the host's figures move every sample: repaint their border only
+            self._subtitle = subtitle
+            self._border_only = True
+            try:
+                self.border_subtitle = subtitle
+            finally:
+                self._border_only = False
         if len(self.store.gpus) != self._rows:  # a new GPU: the panel grows (a layout pass)
             self._rows = len(self.store.gpus)
             self.refresh(layout=True)
