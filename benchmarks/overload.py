@@ -10,7 +10,7 @@ Two servers per target, both with --max-running-requests R (default 4):
      no tuiapp measuring code), before and after the search, on the same workload tuiapp sends
      (its prompts and output lengths, --output-tokens MEAN:SPREAD, built by tuiapp's workload
      module and sent in the same order) and the same kind of arrivals (Poisson): requests sent
-     at 1.5x the closed-loop figure for --capacity-s seconds, above capacity so the queue never
+     at --overload (2.5) x the closed-loop figure for --capacity-s seconds, above capacity so the queue never
      empties; successful finishes per second over the middle half; the median over --seeds
      arrival draws. Why the spread and the draws: with one output length for every request, a
      server that holds R streams is bistable at saturation. R requests admitted together finish
@@ -154,6 +154,22 @@ def fmt(x: float | None, spec: str = ".1f") -> str:
     return "n/a" if x is None else format(x, spec)
 
 
+def flood(a: argparse.Namespace, venv: Path | None, tmp: Path, running: list[str], tokens: list[str]) -> None:
+    """A server that refuses what it cannot hold, offered --rate."""
+    with Server(a.target, [*running, "--max-queued-requests", str(a.max_queued)], venv, tmp) as srv:
+        per_run = max(16, round(a.rate))
+        data = attach(srv.url, tmp / "flood.json", "--request-rate", f"{a.rate:g}", "--requests-per-run",
+                      str(per_run), "--runs", "2", "--slo", SLO, *tokens)
+        (p,) = data["points"]
+        print(f"flood (--max-queued-requests {a.max_queued}, attach --request-rate {a.rate:g} --requests-per-run"
+              f" {per_run} --runs 2 --slo {SLO}):")
+        print(f"  offered {fmt(p.get('offered_request_rate'))} req/s, sent {fmt(p.get('sent_request_rate'))} req/s,"
+              f" served {fmt(p.get('served_request_rate'))} req/s; {p['requests']} requests, refused share"
+              f" {fmt(p.get('refused_share'), '.1%')}, failed by reason {p.get('errors_by_reason')}")
+        print(f"  SLO share {fmt(p.get('goodput_share'), '.1%')}, TTFT p99 of the served"
+              f" {fmt(p.get('ttft_p99_ms'), '.0f')} ms, client lag p99 {fmt(p.get('client_lag_p99_ms'), '.1f')} ms")
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--target", choices=("sim", "real"), default="sim")
@@ -166,9 +182,13 @@ def main() -> None:
     ap.add_argument("--output-spread", type=int, default=8,
                     help="output lengths drawn in mean +- spread (0: one length, a bistable capacity)")
     ap.add_argument("--seeds", type=int, default=3, help="arrival draws of the capacity measurement (median)")
+    ap.add_argument("--overload", type=float, default=2.5,
+                    help="the capacity's arrivals, times the closed-loop figure (well above capacity)")
     ap.add_argument("--sim-step-ms", type=float, help="the simulator's decode step (default: its model's)")
     ap.add_argument("--capacity-s", type=float, default=12.0, help="seconds of arrivals of the sustained capacity")
-    ap.add_argument("--probe-runs", type=int, default=1, help="runs a --find-max-load probe makes (tuiapp's default: 3)")
+    ap.add_argument("--probe-runs", type=int, default=3, help="runs a --find-max-load probe makes (tuiapp's default, 3)")
+    ap.add_argument("--capacity-only", action="store_true",
+                    help="only the capacity measurement (no flood, no search): e.g. with --output-spread 0 --seeds 5")
     ap.add_argument("--probe-requests", type=int, default=0,
                     help="requests a --find-max-load probe sends (default: tuiapp's, 8 s of arrivals)")
     a = ap.parse_args()
@@ -184,33 +204,28 @@ def main() -> None:
               f" +- {a.output_spread} a request")
 
         running = [*step, "--max-running-requests", str(a.max_running)]
-        with Server(a.target, [*running, "--max-queued-requests", str(a.max_queued)], venv, tmp) as srv:
-            per_run = max(16, round(a.rate))
-            data = attach(srv.url, tmp / "flood.json", "--request-rate", f"{a.rate:g}", "--requests-per-run",
-                          str(per_run), "--runs", "2", "--slo", SLO, *tokens)
-            (p,) = data["points"]
-            print(f"flood (--max-queued-requests {a.max_queued}, attach --request-rate {a.rate:g} --requests-per-run"
-                  f" {per_run} --runs 2 --slo {SLO}):")
-            print(f"  offered {fmt(p.get('offered_request_rate'))} req/s, sent {fmt(p.get('sent_request_rate'))} req/s,"
-                  f" served {fmt(p.get('served_request_rate'))} req/s; {p['requests']} requests, refused share"
-                  f" {fmt(p.get('refused_share'), '.1%')}, failed by reason {p.get('errors_by_reason')}")
-            print(f"  SLO share {fmt(p.get('goodput_share'), '.1%')}, TTFT p99 of the served"
-                  f" {fmt(p.get('ttft_p99_ms'), '.0f')} ms, client lag p99 {fmt(p.get('client_lag_p99_ms'), '.1f')} ms")
+        if not a.capacity_only:
+            flood(a, venv, tmp, running, tokens)
 
         with Server(a.target, running, venv, tmp) as srv:
             streams = 2 * a.max_running
             # measured before and after the search: a shared box's load moves a server's pace
             def measure() -> tuple[float, float]:
                 closed = asyncio.run(closed_loop_saturation_req_s(srv.url, streams, 12 * streams, work))
-                rate = 1.5 * closed
+                rate = a.overload * closed
                 draws = [asyncio.run(poisson_saturation_req_s(srv.url, rate, round(rate * a.capacity_s), work, seed))
                          for seed in range(a.seeds)]
                 opened = sorted(draws)[len(draws) // 2]
-                print(f"  capacity: closed loop {closed:.1f}; Poisson at 1.5x for {a.capacity_s:g} s, draws"
-                      f" {', '.join(f'{d:.1f}' for d in draws)}: median {opened:.1f} req/s", flush=True)
+                # finishes near the sending rate: the queue emptied, so that is not a capacity
+                flag = "" if opened < 0.85 * rate else f" (NOT SATURATED: {rate:.1f} sent; raise --overload)"
+                print(f"  capacity: closed loop {closed:.1f}; Poisson at {a.overload:g}x ({rate:.1f} req/s) for"
+                      f" {a.capacity_s:g} s, draws {', '.join(f'{d:.1f}' for d in draws)}: median {opened:.1f}"
+                      f" req/s{flag}", flush=True)
                 return closed, opened
 
             before = measure()
+            if a.capacity_only:
+                return
             start = max(1, round(before[1] / 4))
             probe = ["--requests-per-run", str(a.probe_requests)] if a.probe_requests else []
             t0 = time.monotonic()
@@ -222,10 +237,14 @@ def main() -> None:
             answer = data.get("max_load") or {}
             found = answer.get("request_rate")
             print(f"capacity (no queue bound), before / after the search: closed loop ({streams} streams)"
-                  f" {before[0]:.1f} / {after[0]:.1f} req/s; sustained Poisson (1.5x for {a.capacity_s:g} s, median of {a.seeds})"
+                  f" {before[0]:.1f} / {after[0]:.1f} req/s; sustained Poisson ({a.overload:g}x for {a.capacity_s:g} s, median of {a.seeds})"
                   f" {before[1]:.1f} / {after[1]:.1f} req/s")
             print(f"  attach --request-rate {start} --find-max-load --slo {SLO} {' '.join(probe)} --runs {a.probe_runs}"
                   f" ({search_s:.0f} s): {answer.get('text')}")
+            for q in data.get("points") or []:  # each probe, and why it passed or failed
+                print(f"    probe {fmt(q.get('request_rate'), 'g')} req/s: served {fmt(q.get('served_request_rate'), '.2f')},"
+                      f" SLO share {fmt(q.get('goodput_share'), '.0%')} of {q.get('requests')}, TTFT p99"
+                      f" {fmt(q.get('ttft_p99_ms'), '.0f')} ms, failed {q.get('errors_by_reason') or 0}")
             ratio = f"{found / capacity:.2f}" if found and capacity else "n/a"
             print(f"  answer / capacity = {ratio}")
 
