@@ -13,11 +13,9 @@ Two servers per target, both with --max-running-requests R (default 4):
      at --overload (2.5) x the closed-loop figure for --capacity-s seconds, above capacity so the queue never
      empties; successful finishes per second over the middle half; the median over --seeds
      arrival draws. Why the spread and the draws: with one output length for every request, a
-     server that holds R streams is bistable at saturation. R requests admitted together finish
-     together and are replaced by one prefill of R (17.2 req/s on the default simulator), while
-     staggered ones each cost a prefill of their own (11-14 req/s), and which one a run falls
-     into depends on its first arrivals (five Poisson draws: 13.7, 13.8, 11.4, 17.2, 17.2). With
-     lengths that differ the figure is one number (10.3-10.6 over five draws at 16:8).
+     server that holds R streams is bistable at saturation (requests admitted together finish
+     together and share one prefill; staggered ones each cost a prefill of their own), and which
+     state a run falls into depends on its first arrivals: docs/load-curves.md.
      Then `tuiapp attach --find-max-load` from a quarter of it, on that workload; printed: the
      answer, capacity and their ratio.
 
