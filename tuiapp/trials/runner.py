@@ -272,6 +272,7 @@ class PlanRunner:
             api_key=api_key, client=http.aio,
         )
         self.server = server
+        self.bench = None
         helpers: list[asyncio.Task] = []
         outcome = "ok"
         state("launching")
@@ -327,6 +328,10 @@ class PlanRunner:
         finally:
             self.startup_s = server.startup_s
             self.returncode = server.returncode
+            if self.bench is not None:
+                # first: the requests the server's stop cuts (a Ctrl-C, a quit) are then ours,
+                # cancelled, never failures that judge a --find-max-load probe as failed
+                self.bench.stop()
             state("stopping")
             await server.stop()
             await asyncio.sleep(0.05)  # the last output reaches the watcher
