@@ -34,6 +34,7 @@ from tuiapp.logwatch.generic import (
     might_fail,
     native_backtrace,
 )
+from tuiapp.logwatch.last_resort import last_resort
 from tuiapp.logwatch.prefix import CPP_LOG_RE
 
 EXC_RE = re.compile(
@@ -527,6 +528,16 @@ def _generic(body: list[str], cands: list[tuple[int, str]]) -> tuple[float, Rule
     return None
 
 
+def _last_resort(body: list[str]) -> tuple[float, Rule, int, str] | None:
+    """The marks of a failure anywhere in a line of a format no rule knows (last_resort.py)."""
+    found = last_resort(body)
+    if found is None:
+        return None
+    rule = _GENERIC_DEATH_RULE if found[0] == "crash" else _GENERIC_RULE
+    line = body[found[1]].strip()
+    return None if _CLIENT_ERROR_RE.match(line) else (rule.prio, rule, found[1], line)
+
+
 def classify(body: list[str]) -> Finding | None:
     """The record's finding, None for an ordinary line."""
     if len(body) > 2 and any(_GROUP_HEAD in b for b in body):
@@ -573,6 +584,8 @@ def classify(body: list[str]) -> Finding | None:
             if best is None and len(body) > 1:
                 best = _native(body)
                 native = best is not None
+            if best is None:
+                best = _last_resort(body)
             if best is None:
                 return None
         else:

@@ -1,0 +1,168 @@
+"""The last resort: the marks of a failure anywhere in a line whose format no rule knows.
+
+Every other rule reads a line where its format puts the failure: anchored after a prefix it
+knows (SGLang's, a collector's envelope, a logger's). A log that passed through a wrapper
+nobody has shown us (a job runner's tag, a viewer's line numbers, a relay that adds its own
+time and level) puts an unknown prefix before the same text, and the anchored rules read
+nothing. Out of sample, that was most of what the detector missed. So, for a record no rule
+matched, this layer looks for what a careful operator's eye catches wherever it sits in the
+line, and then for what makes such a line harmless:
+
+- marks: a traceback (its header, or two frames), an exception line (``x.y.SomeError: ...``,
+  a class from a package's exceptions module), an error level (``ERROR``, ``FATAL``,
+  ``CRITICAL``, ``[error]``, ``level=error``: the first level the line names), a collective's
+  or a device runtime's failure (``NCCL WARN``, ``NCCL failure``, ``Cuda failure``, ``CUDA
+  error``, ``HIP error``), a death (a fatal signal, ``core dumped``, a non-zero exit code, a
+  pod in ``CrashLoopBackOff``), and, weakest, the words ``failed`` / ``failure`` / ``error`` /
+  ``fatal`` / ``could not`` / ``unable to``;
+- vetoes: a lower level named first in the line (``INFO``, ``WARNING``, ``DEBUG``, glog's
+  ``I``/``W``), the mark inside quotes or after a logged request (a prompt that says "error"),
+  advice (``can be ignored``, ``if you see``, ``retrying``), counts of nothing (``0 failed``,
+  ``errors: 0``), a warning class, an exception that only means "stopped" (KeyboardInterrupt).
+
+Deaths are ``crash``; the rest ``error``. The message is the decisive line as printed.
+"""
+
+from __future__ import annotations
+
+import re
+
+from tuiapp.logwatch.catalogue import NOT_A_FAILURE
+
+# the first level a line names decides whether the marks after it count
+_LEVEL_TOKEN_RE = re.compile(
+    r"(?<![\w./-])(ERROR|ERRO|ERR|FATAL|FATA|FTL|CRITICAL|CRIT|EMERG|PANIC|SEVERE|"
+    r"INFO|INF|WARNING|WARN|WRN|DEBUG|DBG|TRACE|TRC|NOTICE|VERBOSE)(?![\w/-])"
+    r"|(?:^|[\[<|( ])(error|fatal|critical|info|warning|warn|debug|notice|trace)[\]>|):]"
+    r"|\b(?:level|lvl|severity)[=:]\s*\"?(\w+)")
+_ERROR_LEVELS = frozenset({"ERROR", "ERRO", "ERR", "FATAL", "FATA", "FTL", "CRITICAL", "CRIT", "EMERG", "PANIC",
+                           "SEVERE", "error", "fatal", "critical", "err", "crit", "emerg", "alert", "panic"})
+# glog/absl/c10's own format ("I0521 12:00:00.1 file.cc:N]", "[W516 12:46:57.4 x.cpp:N]", "E 08-31
+# 21:02:44 x.py:84]", TensorFlow's "<date>: E path/x.cc:N]"): the generic layer reads its level
+# (and knows which E lines are noise), wherever the line's prefix put it
+_GLOG_RE = re.compile(r"(?:^|[\s\[:])[IWEFV](?:\d{3,4} | \d\d-\d\d |\s)[\d:. -]*[\w./-]*\.(?:cc|cpp|h|py|c|cu|go):\d+\]")
+
+_TB_RE = re.compile(r"Traceback \(most recent call last\)")
+_FRAME_RE = re.compile(r"File \"[^\"]+\", line \d+, in \S")
+# an exception line: a CamelCase class ending in Error/Exception (a dotted module path may come
+# first), or any CamelCase class behind a dotted module path ("torch._dynamo.exc.FailOnRecompileLimitHit:")
+_EXC_RE = re.compile(
+    r"(?<![\w.'\"])((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exhausted|Fault|Failure)"
+    r"|(?:[a-z_][\w]*\.){2,}[A-Z][A-Za-z0-9]+)(?:\([\w.]*\))?:(?: \S|\s*$)")
+_COLLECTIVE_RE = re.compile(
+    r"\bNCCL WARN\b|\b(?:NCCL|RCCL|HCCL|Gloo|NRT|NRTD|XLA|HSA|ROCm|cuDNN|CUBLAS|cuBLAS|CUDA|Cuda|cuda|HIP|hip)"
+    r"(?: \w+)? (?:failure|error|Error|ERROR|failed)\b|\b(?:nccl|cuda|hip)Error\w+|\bnccl\w+Error\b")
+_DEATH_RE = re.compile(
+    r"\bSegmentation fault\b|\bcore dumped\b|\bSIG(?:SEGV|ABRT|BUS|KILL|FPE|ILL)\b|\bsignal (?:6|9|11)\b"
+    r"|\bOOMKilled\b|\bCrashLoopBackOff\b|\bexited with (?:code|status) -?[1-9]\d*\b"
+    r"|\b[Ee]xit (?:[Cc]ode|status)\s*[:=]?\s*-?[1-9]\d*\b|\bexitcode\s*:\s*-?[1-9]\d*\b"
+    r"|\bcode=killed\b|\bstatus=\d+/(?:KILL|SEGV|ABRT|BUS|FAILURE)\b|\bpanicked at\b|\bpanic: "
+    r"|\b(?:process|worker|actor|engine|scheduler|child)\b[^.]{0,40}\b(?:died|was killed|is dead)\b")
+_SOFT_RE = re.compile(
+    r"\b(?:[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Ee]rror|[Ff]atal|[Cc]ould not|[Uu]nable to|[Aa]borted|[Tt]imed out)\b")
+# what makes a mark harmless
+_ADVICE_RE = re.compile(
+    r"(?i)\b(?:can be (?:safely )?ignored|ignor(?:e|ed|ing)\b|if you (?:see|get|encounter)|you (?:can|may|might|should)"
+    r"|please|retry(?:ing)?\b|will retry|retrying|deprecat|no errors?\b|without (?:an )?errors?|not an error"
+    r"|succe(?:ss|ssful|eded)|falling back|fallback|error[_ ]?rate|expected|skipping|this warning|silence"
+    r"|not available|command not found|not installed)")
+_ZERO_RE = re.compile(r"(?i)\b0 (?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)\w*\s*[=:]\s*0\b")
+_ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|messages=|input_ids)")
+_QUIET_EXC = ("KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit", "StopIteration",
+              "StopAsyncIteration")
+# the marks' letters: a line without any is skipped without a regex
+_HINTS = ("rror", "RROR", "ERR", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
+          "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "OOMKilled", "BackOff",
+          "exit", "Exit", "code=", "status=", "panic", "died", "killed", "dead", "ould not", "nable to",
+          "bort", "imed out", "level", "severity", "Fault", "Exhausted", "error]", "fatal]")
+
+
+_FORMAT_LOWER = frozenset({"INFO", "INF", "WARNING", "WARN", "WRN", "DEBUG", "DBG", "TRACE", "TRC", "NOTICE", "VERBOSE"})
+
+
+def _first_level(line: str) -> str | None:
+    """The level the line's format names: the first one, unless a relay filed a child's line
+    under its own level ("<ts> | ERROR | stderr | INFO: Started server"): then the inner one."""
+    m = _LEVEL_TOKEN_RE.search(line)
+    if m is None:
+        return None
+    level = m.group(1) or m.group(2) or m.group(3)
+    if level in _ERROR_LEVELS and m.group(1) and _STREAM_RE.search(line, m.end()):
+        inner = next((x.group(1) for x in _LEVEL_TOKEN_RE.finditer(line, m.end()) if x.group(1)), None)
+        if inner in _FORMAT_LOWER:
+            return inner
+    return level
+
+
+def _quoted(line: str, pos: int) -> bool:
+    """The mark sits inside a quoted string (a logged prompt, a repr of a request)."""
+    head = line[:pos]
+    return head.count('"') % 2 == 1 or (head.count("'") % 2 == 1 and "'" in line[pos:])
+
+
+_STREAM_RE = re.compile(r"\bstd(?:err|out)\b")
+
+
+def _says_something(line: str) -> bool:
+    """Text follows the level (a logger filing a child's empty stderr line under ERROR says nothing)."""
+    m = _LEVEL_TOKEN_RE.search(line)
+    return m is not None and bool(_STREAM_RE.sub("", line[m.end():]).strip(" |:-[]>)"))
+
+
+def _harmless(line: str, pos: int) -> bool:
+    head = line[:pos]
+    if _ECHO_RE.search(head) or _quoted(line, pos):
+        return True
+    return bool(_ADVICE_RE.search(line) or _ZERO_RE.search(line))
+
+
+def line_mark(line: str) -> str | None:
+    """"crash", "error" or None for one line, wherever in it the mark sits."""
+    if not any(h in line for h in _HINTS):
+        return None
+    s = line.strip()
+    if not s or s[:1] in "#$" or s.startswith(("//", "--", "+ ")):
+        return None  # a comment, a shell prompt's command, a diff
+    level = _first_level(s)
+    lower = level is not None and level not in _ERROR_LEVELS
+    if lower and "NCCL WARN" not in s:
+        return None  # INFO / WARNING / DEBUG first: whatever follows is what it says it is
+    if _GLOG_RE.search(s):
+        return None
+    if any(n in s for n in NOT_A_FAILURE):
+        return None  # the diagnostics of a failure another line reports
+    if (m := _DEATH_RE.search(s)) is not None and not _harmless(s, m.start()):
+        return "crash"
+    if (m := _TB_RE.search(s)) is not None and not _quoted(s, m.start()):
+        return "error"
+    if (m := _EXC_RE.search(s)) is not None and not _harmless(s, m.start()):
+        name = m.group(1).rsplit(".", 1)[-1]
+        if not name.endswith("Warning") and name not in _QUIET_EXC:
+            return "error"
+    if (m := _COLLECTIVE_RE.search(s)) is not None and not _harmless(s, m.start()):
+        return "error"
+    if level is not None and _says_something(s) and not _harmless(s, _LEVEL_TOKEN_RE.search(s).start()):
+        return "error"  # an error level, whatever format put it there
+    if (m := _SOFT_RE.search(s)) is not None and not _harmless(s, m.start()):
+        return "error"
+    return None
+
+
+def last_resort(body: list[str]) -> tuple[str, int] | None:
+    """(kind, index of the decisive line) for a record no rule matched, or None."""
+    lines = body[:64]
+    frames = [i for i, b in enumerate(lines) if 'File "' in b and _FRAME_RE.search(b)]
+    if len(frames) >= 2:
+        # a traceback whatever its prefix: the exception line after its last frame says what it was
+        for i in range(frames[-1] + 1, len(lines)):
+            if (m := _EXC_RE.search(lines[i])) is not None:
+                name = m.group(1).rsplit(".", 1)[-1]
+                if name.endswith("Warning") or name in _QUIET_EXC:
+                    return None
+                return "error", i
+        return "error", frames[-1]
+    for i, b in enumerate(lines):
+        kind = line_mark(b)
+        if kind is not None:
+            return kind, i
+    return None
