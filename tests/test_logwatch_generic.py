@@ -197,7 +197,8 @@ def test_scary_but_harmless_lines_stay_silent(line: str) -> None:
     ("RuntimeError: CUDA error: misaligned address", "cuda_fault"),
     # systemd: a unit whose start-up process failed, systemctl on a unit that did not start
     ("nvidia-fabricmanager.service: Control process exited, code=exited, status=1/FAILURE", "crash"),
-    ("Job for nvidia-fabricmanager.service failed because the control process exited with error code.", "crash"),
+    # (systemctl on a unit that never ran: an error, not a death)
+    ("Job for nvidia-fabricmanager.service failed because the control process exited with error code.", "error"),
     # the router dropping a worker it found dead
     ("[Router (Rust)] 2025-03-18 14:17:58 - WARN - Removing failed worker: http://localhost:8001", "error"),
     # TensorFlow/XLA's dated absl lines: a failed status at E, anything at F

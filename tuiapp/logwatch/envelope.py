@@ -43,6 +43,8 @@ _RAY_RE = re.compile(r"(?:\((?:(?:[\w.:-]+)(?: [\w.-]+=[\w.-]+)* pid=\d+|raylet|
 
 _TS = r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z|[+-]\d\d:?\d\d)?"
 _MON = r"(?:Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec)"
+# journald writes the month in the machine's locale ("mar 15", "déc. 3", "11月 15")
+_LOCAL_MON = r"(?:" + _MON + r"|[^\W\d_]{3,4}\.?|\d{1,2}月)"
 # name -> pattern of the envelope (group "t": its timestamp, when it has one)
 ENVELOPES: dict[str, re.Pattern[str]] = {
     # docker's json-file driver as stored on disk: {"log":"<line>\n","stream":"stdout","time":"..."}
@@ -63,7 +65,7 @@ ENVELOPES: dict[str, re.Pattern[str]] = {
     "bracket_iso": re.compile(r"\[(?P<t>" + _TS + r")\] (?:[\w.:/-]{1,120} >> )?"),
     # Grafana's log table copied or downloaded: "2025-06-01 10:00:00.123<tab or spaces>"
     "grafana": re.compile(r"(?P<t>\d{4}-\d\d-\d\d \d\d:\d\d:\d\d(?:[.,]\d+)?(?:Z| ?[+-]\d\d:?\d\d)?)(?:\t| {2,}| (?=\[))"),
-    "journald": re.compile(r"(?P<t>" + _MON + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) \S+ [\w.@/-]+(?:\[\d+\])?: "),
+    "journald": re.compile(r"(?P<t>" + _LOCAL_MON + r" [ \d]\d \d\d:\d\d:\d\d(?:\.\d+)?) \S+ [\w.@/-]+(?:\[\d+\])?: "),
     "journald_iso": re.compile(r"(?P<t>" + _TS + r") \S+ [\w.@/-]+(?:\[\d+\])?: "),
     "kubectl": re.compile(r"\[pod/[\w.-]+/[\w.-]+\] "),
     # pm2's "0|app  | " (process id and name)

@@ -51,15 +51,15 @@ _LEVEL_RE = (
     r"|(?:ERROR|FATAL) +[\w:]+(?:[\w:]*::\w+)?: "
     # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal); the same with a space after the
     # level and no pid ("E 08-31 21:02:44 subprocess_utils.py:84] msg": SkyPilot)
-    r"|[EF]\d{4} \d\d:\d\d:\d\d\.\d+ +\d+ [\w./-]+:\d+\] "
+    r"|[EF]\d{4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ +)?[\w./-]+:\d+\] "
     r"|[EF] \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w./-]+:\d+\] "
     # logrus's text format (the docker CLI, containerd, Go tools): "ERRO[0000] msg", "FATA[2024-...] msg"
     r"|(?:ERRO|FATA|PANI)\[[^\]]{1,40}\] +\S"
-    # TensorFlow/XLA's dated absl lines: "2022-04-04 00:27:49.642380: E tensorflow/.../x.cc:88] msg" at level F,
-    # or at E when the message carries a failed status ("RESOURCE_EXHAUSTED: ..."): E alone is too noisy
-    # (TF logs "Unable to register cuDNN factory" at E on every import)
-    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: (?:F [\w./-]+:\d+\] |E [\w./-]+:\d+\] .*\b(?:RESOURCE_EXHAUSTED"
-    r"|DEADLINE_EXCEEDED|INTERNAL|UNAVAILABLE|FAILED_PRECONDITION|DATA_LOSS|ABORTED)(?: \[\d+\])?: \S)"
+    # TensorFlow/XLA's dated absl lines ("2022-04-04 00:27:49.642380: E tensorflow/.../x.cc:88] msg", with or
+    # without the thread id) at F or E, except the E lines TF prints on every import: registering its CUDA
+    # plugins' factories a second time ("Unable to register cuDNN factory: ... already been registered")
+    r"|\d{4}-\d\d-\d\d \d\d:\d\d:\d\d\.\d+: [EF] +(?:\d+ +)?[\w./-]+:\d+\] (?!.*(?:Unable to register \w+ factory"
+    r"|already been registered))\s*\S"
 )
 _PANIC_RE = (
     r"thread '[^']*' panicked at\b"  # Rust (the router/gateway)
@@ -68,6 +68,9 @@ _PANIC_RE = (
     r"|\*\*\* (?:SIG[A-Z]+ received|Aborted at \d|Check failure)"  # absl / glog failure handlers
     r"|Check failed: "
     r"|Abort was called at \d+ line in file:"  # Intel compute runtime
+    # systemctl on a unit that did not start: "Job for x.service failed because the control process
+    # exited with error code." (or "... because a timeout was exceeded."): an error, the unit never ran
+    r"|Job for \S+ failed because\b"
     r"|(?:Error|ERROR|FATAL|Fatal error|FATAL ERROR)(?: \w+)?[:!] +\S"
 )
 # the NVIDIA driver's own failure reports that carry no Xid (the GPU gone from the bus, its
@@ -119,9 +122,6 @@ _DEATH_RE = (
     # systemd on a unit's main (or start-up) process: "x.service: Main process exited, code=killed, status=9/KILL",
     # "x.service: Failed with result 'oom-kill'"
     r"|(?:[\w@.:-]+: )?(?:Main|Control) process exited, code=\w+, status=(?!0/)\S"
-    # systemctl on a unit that did not start: "Job for x.service failed because the control process
-    # exited with error code." (or "... because a timeout was exceeded.")
-    r"|Job for \S+ failed because\b"
     r"|[\w@.:-]+: Failed with result '[\w-]+'"
     # systemd-coredump's report (journald): "Process 6071 (python3) of user 0 dumped core."
     r"|Process \d+ \([^)]*\) of user \d+ dumped core\b"
@@ -164,7 +164,7 @@ _CLASS_REPR_RE = re.compile(r"<class '(?:[\w.]+\.)?[A-Z]\w*(?:Error|Exception)'>
 # Every other pattern begins with a symbol, a digit or one of these words: a line that starts
 # otherwise (most of what a server prints) skips the big pattern.
 _SYM_START = frozenset("[(-|{:*!<0123456789")
-_WORD2 = frozenset({"ER", "CR", "FA", "EM", "AL", "Er", "Fa", "Cr", "Ex", "Ta", "Fu", "th", "pa", "fa", "Ch", "Ab", "PA",
+_WORD2 = frozenset({"Jo", "ER", "CR", "FA", "EM", "AL", "Er", "Fa", "Cr", "Ex", "Ta", "Fu", "th", "pa", "fa", "Ch", "Ab", "PA",
                     "CU", "cu", "NV", "ke", "Me", "HS", "hi", "HI", "ro", "MI", "RC", "am", "UR", "ZE", "PI", "i9",
                     "xe", "Se"})
 GENERIC_ERROR_RE = re.compile(r"(?:" + _LEVEL_RE + "|" + _PANIC_RE + "|" + _DEVICE_RE + r")")
@@ -283,6 +283,9 @@ _COREDUMP_FRAME_RE = re.compile(r"#\d+ +0x[0-9a-f]{8,16} \S+ \(\S+ \+ 0x[0-9a-f]
 _COREDUMP_THREAD = "Stack trace of thread "
 # Rust's backtrace of a panic: "  25:     0x7fb7396a2659 - sglang_router_rs::router::Router::new::h9d5b..."
 _RUST_FRAME_RE = re.compile(r"\s*\d+: +0x[0-9a-f]{6,16} - \S")
+# Go's goroutine dump, printed when a Go program dies (a panic, a fatal error, SIGQUIT): a function's
+# line, then its source line with the frame's offset ("\tnet/fd_posix.go:55 +0x25 fp=0xc0 sp=0xc0 pc=0x64")
+_GO_FRAME_RE = re.compile(r"\S+\.go:\d+ \+0x[0-9a-f]+\b")
 
 
 def native_backtrace(body: list[str]) -> tuple[str, int] | None:
@@ -291,15 +294,19 @@ def native_backtrace(body: list[str]) -> tuple[str, int] | None:
     lines = body[:64]
     text = "\n".join(lines)  # (one scan for the common case: no frame of either kind)
     rust_hint = "0x" in text and " - " in text
-    if "frame #" not in text and " + 0x" not in text and _COREDUMP_THREAD not in text and not rust_hint:
+    go_hint = ".go:" in text and " +0x" in text
+    if "frame #" not in text and " + 0x" not in text and _COREDUMP_THREAD not in text and not rust_hint and not go_hint:
         return None
-    c10 = core = rust = 0
+    c10 = core = rust = go = 0
     first = -1
     for i, b in enumerate(lines):
         if "#" not in b and _COREDUMP_THREAD not in b:
             if rust_hint and _RUST_FRAME_RE.match(b):
                 rust += 1
                 first = i if first < 0 else first
+            elif go_hint and _GO_FRAME_RE.search(b):
+                go += 1
+                first = max(i - 1, 0) if first < 0 else first  # the function's line above its source line
             continue
         s = b.lstrip()
         if s.startswith("frame #") and _C10_FRAME_RE.match(s):
@@ -309,7 +316,7 @@ def native_backtrace(body: list[str]) -> tuple[str, int] | None:
         else:
             continue
         first = i if first < 0 else first
-    if core >= 2:
+    if core >= 2 or go >= 2:
         return "crash", first
     if rust >= 2:
         return "error", first

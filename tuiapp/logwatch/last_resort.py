@@ -31,7 +31,7 @@ from tuiapp.logwatch.catalogue import NOT_A_FAILURE
 
 # the first level a line names decides whether the marks after it count
 _LEVEL_TOKEN_RE = re.compile(
-    r"(?<![\w./-])(ERROR|ERRO|ERR|FATAL|FATA|FTL|CRITICAL|CRIT|EMERG|PANIC|SEVERE|"
+    r"(?<![\w./=-])(ERROR|ERRO|ERR|FATAL|FATA|FTL|CRITICAL|CRIT|EMERG|PANIC|SEVERE|"
     r"INFO|INF|WARNING|WARN|WRN|DEBUG|DBG|TRACE|TRC|NOTICE|VERBOSE)(?![\w/-])"
     r"|(?:^|[\[<|( ])(error|fatal|critical|info|warning|warn|debug|notice|trace)[\]>|):]"
     r"|\b(?:level|lvl|severity)[=:]\s*\"?(\w+)")
@@ -40,7 +40,8 @@ _ERROR_LEVELS = frozenset({"ERROR", "ERRO", "ERR", "FATAL", "FATA", "FTL", "CRIT
 # glog/absl/c10's own format ("I0521 12:00:00.1 file.cc:N]", "[W516 12:46:57.4 x.cpp:N]", "E 08-31
 # 21:02:44 x.py:84]", TensorFlow's "<date>: E path/x.cc:N]"): the generic layer reads its level
 # (and knows which E lines are noise), wherever the line's prefix put it
-_GLOG_RE = re.compile(r"(?:^|[\s\[:])[IWEFV](?:\d{3,4} | \d\d-\d\d |\s)[\d:. -]*[\w./-]*\.(?:cc|cpp|h|py|c|cu|go):\d+\]")
+_GLOG_RE = re.compile(r"(?:^|[\s\[:])([IWEFV])(?:\d{3,4} | \d\d-\d\d |\s)[\d:. -]*[\w./-]*\.(?:cc|cpp|h|py|c|cu|go):\d+\]")
+_GLOG_NOISE = ("Unable to register", "already been registered")  # TensorFlow's E lines on every import
 
 _TB_RE = re.compile(r"Traceback \(most recent call last\)")
 _FRAME_RE = re.compile(r"File \"[^\"]+\", line \d+, in \S")
@@ -50,8 +51,10 @@ _EXC_RE = re.compile(
     r"(?<![\w.'\"])((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exhausted|Fault|Failure)"
     r"|(?:[a-z_][\w]*\.){2,}[A-Z][A-Za-z0-9]+)(?:\([\w.]*\))?:(?: \S|\s*$)")
 _COLLECTIVE_RE = re.compile(
-    r"\bNCCL WARN\b|\b(?:NCCL|RCCL|HCCL|Gloo|NRT|NRTD|XLA|HSA|ROCm|cuDNN|CUBLAS|cuBLAS|CUDA|Cuda|cuda|HIP|hip)"
-    r"(?: \w+)? (?:failure|error|Error|ERROR|failed)\b|\b(?:nccl|cuda|hip)Error\w+|\bnccl\w+Error\b")
+    r"\bNCCL WARN\b|\b(?:NCCL|RCCL|HCCL|Gloo|NRT|NRTD|XLA|HSA|ROCm|cuDNN|CUBLAS|cuBLAS|CUDA|Cuda|cuda|HIP|hip|UR|SYCL)"
+    r"(?: \w+){0,2} (?:failure|error|Error|ERROR|failed)\b|\b(?:nccl|cuda|hip)Error\w+|\bnccl\w+Error\b"
+    # a runtime's status code ("UR_RESULT_ERROR_OUT_OF_RESOURCES", "CUBLAS_STATUS_EXECUTION_FAILED", "CUDA_ERROR_NO_DEVICE")
+    r"|\b[A-Z][A-Z0-9]*_(?:RESULT_)?(?:ERROR|ERR)_[A-Z0-9_]+\b|\b[A-Z][A-Z0-9]*_STATUS_(?!SUCCESS)[A-Z_]+\b")
 _DEATH_RE = re.compile(
     r"\bSegmentation fault\b|\bcore dumped\b|\bSIG(?:SEGV|ABRT|BUS|KILL|FPE|ILL)\b|\bsignal (?:6|9|11)\b"
     r"|\bOOMKilled\b|\bCrashLoopBackOff\b|\bexited with (?:code|status) -?[1-9]\d*\b"
@@ -66,6 +69,8 @@ _ADVICE_RE = re.compile(
     r"|please|retry(?:ing)?\b|will retry|retrying|deprecat|no errors?\b|without (?:an )?errors?|not an error"
     r"|succe(?:ss|ssful|eded)|falling back|fallback|error[_ ]?rate|expected|skipping|this warning|silence"
     r"|not available|command not found|not installed)")
+# a person's sentence around a paste ("I got this error:"), not a line a process printed
+_PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|Thanks)(?:\s|,|$)")
 _ZERO_RE = re.compile(r"(?i)\b0 (?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)\w*\s*[=:]\s*0\b")
 _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|messages=|input_ids)")
 _QUIET_EXC = ("KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit", "StopIteration",
@@ -80,12 +85,9 @@ _HINTS = ("rror", "RROR", "ERR", "ail", "AIL", "atal", "ATAL", "RITICAL", "Trace
 _FORMAT_LOWER = frozenset({"INFO", "INF", "WARNING", "WARN", "WRN", "DEBUG", "DBG", "TRACE", "TRC", "NOTICE", "VERBOSE"})
 
 
-def _first_level(line: str) -> str | None:
+def _level_of(line: str, m: re.Match[str]) -> str:
     """The level the line's format names: the first one, unless a relay filed a child's line
     under its own level ("<ts> | ERROR | stderr | INFO: Started server"): then the inner one."""
-    m = _LEVEL_TOKEN_RE.search(line)
-    if m is None:
-        return None
     level = m.group(1) or m.group(2) or m.group(3)
     if level in _ERROR_LEVELS and m.group(1) and _STREAM_RE.search(line, m.end()):
         inner = next((x.group(1) for x in _LEVEL_TOKEN_RE.finditer(line, m.end()) if x.group(1)), None)
@@ -103,48 +105,62 @@ def _quoted(line: str, pos: int) -> bool:
 _STREAM_RE = re.compile(r"\bstd(?:err|out)\b")
 
 
-def _says_something(line: str) -> bool:
+def _says_something(line: str, m: re.Match[str]) -> bool:
     """Text follows the level (a logger filing a child's empty stderr line under ERROR says nothing)."""
-    m = _LEVEL_TOKEN_RE.search(line)
-    return m is not None and bool(_STREAM_RE.sub("", line[m.end():]).strip(" |:-[]>)"))
+    return bool(_STREAM_RE.sub("", line[m.end():]).strip(" |:-[]>)"))
 
 
 def _harmless(line: str, pos: int) -> bool:
-    head = line[:pos]
-    if _ECHO_RE.search(head) or _quoted(line, pos):
-        return True
-    return bool(_ADVICE_RE.search(line) or _ZERO_RE.search(line))
+    return _quoted(line, pos) or bool(_ADVICE_RE.search(line) or _ZERO_RE.search(line))
 
 
-def line_mark(line: str) -> str | None:
-    """"crash", "error" or None for one line, wherever in it the mark sits."""
+# how much a mark says: the strongest in a record is the decisive line
+_RANK = {"death": 5, "traceback": 4, "exception": 4, "device": 3, "glog": 3, "level": 2, "soft": 1}
+
+
+def line_mark(line: str) -> tuple[str, int] | None:
+    """("crash" or "error", how much it says) for one line, wherever in it the mark sits."""
     if not any(h in line for h in _HINTS):
         return None
     s = line.strip()
     if not s or s[:1] in "#$" or s.startswith(("//", "--", "+ ")):
         return None  # a comment, a shell prompt's command, a diff
-    level = _first_level(s)
-    lower = level is not None and level not in _ERROR_LEVELS
-    if lower and "NCCL WARN" not in s:
-        return None  # INFO / WARNING / DEBUG first: whatever follows is what it says it is
-    if _GLOG_RE.search(s):
-        return None
+    if (e := _ECHO_RE.search(s)) is not None:
+        # a logged request: what follows is the client's text (a prompt that says "error")
+        s = s[:e.start()]
+        if not any(h in s for h in _HINTS):
+            return None
     if any(n in s for n in NOT_A_FAILURE):
         return None  # the diagnostics of a failure another line reports
+    if "]" in s and (g := _GLOG_RE.search(s)) is not None:
+        # glog / absl / c10's own level, wherever the prefix put it
+        if g.group(1) in "EF" and not any(n in s for n in _GLOG_NOISE) and s[g.end():].strip():
+            return "error", _RANK["glog"]
+        return None
+    lvl = _LEVEL_TOKEN_RE.search(s)
+    level = None if lvl is None else _level_of(s, lvl)
+    if level is not None and level not in _ERROR_LEVELS and "NCCL WARN" not in s:
+        # a lower level governs what follows it: only a mark before it (a line glued to another) counts
+        s = s[:lvl.start()]
+        level = None
+        if not s.strip():
+            return None
     if (m := _DEATH_RE.search(s)) is not None and not _harmless(s, m.start()):
-        return "crash"
+        return "crash", _RANK["death"]
     if (m := _TB_RE.search(s)) is not None and not _quoted(s, m.start()):
-        return "error"
+        return "error", _RANK["traceback"]
     if (m := _EXC_RE.search(s)) is not None and not _harmless(s, m.start()):
         name = m.group(1).rsplit(".", 1)[-1]
         if not name.endswith("Warning") and name not in _QUIET_EXC:
-            return "error"
+            return "error", _RANK["exception"]
     if (m := _COLLECTIVE_RE.search(s)) is not None and not _harmless(s, m.start()):
-        return "error"
-    if level is not None and _says_something(s) and not _harmless(s, _LEVEL_TOKEN_RE.search(s).start()):
-        return "error"  # an error level, whatever format put it there
+        return "error", _RANK["device"]
+    if _PROSE_RE.search(s):
+        return None
+    if level is not None and lvl is not None and _says_something(s, lvl) and not _harmless(s, lvl.start()):
+        return "error", _RANK["level"]  # an error level, whatever format put it there
     if (m := _SOFT_RE.search(s)) is not None and not _harmless(s, m.start()):
-        return "error"
+        return "error", _RANK["soft"]
     return None
 
 
@@ -155,14 +171,17 @@ def last_resort(body: list[str]) -> tuple[str, int] | None:
     if len(frames) >= 2:
         # a traceback whatever its prefix: the exception line after its last frame says what it was
         for i in range(frames[-1] + 1, len(lines)):
+            if lines[i].rstrip().endswith(_QUIET_EXC):
+                return None  # stopped, not failed (an interrupt printed without a message)
             if (m := _EXC_RE.search(lines[i])) is not None:
                 name = m.group(1).rsplit(".", 1)[-1]
                 if name.endswith("Warning") or name in _QUIET_EXC:
                     return None
                 return "error", i
         return "error", frames[-1]
+    best: tuple[str, int, int] | None = None  # kind, rank, index
     for i, b in enumerate(lines):
-        kind = line_mark(b)
-        if kind is not None:
-            return kind, i
-    return None
+        mark = line_mark(b)
+        if mark is not None and (best is None or mark[1] > best[1]):
+            best = (mark[0], mark[1], i)
+    return None if best is None else (best[0], best[2])

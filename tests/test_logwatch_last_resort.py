@@ -1,0 +1,107 @@
+"""The last-resort layer: the marks of a failure wherever an unknown prefix put them, and what
+makes such a line harmless (tuiapp/logwatch/last_resort.py)."""
+
+from __future__ import annotations
+
+import pytest
+from logwatch_helpers import Sink
+
+from tuiapp.logwatch.last_resort import last_resort, line_mark
+from tuiapp.logwatch.watcher import LogWatcher
+
+
+def scan_text(text: str) -> list[dict]:
+    sink = Sink()
+    w = LogWatcher(sink, log_lines=False)
+    w.feed(text.encode(), now_s=0.0)
+    w.flush(now_s=0.0)
+    return w.summary()["incidents"]
+
+
+# prefixes no envelope knows (a job runner's tag and time, a viewer's line number, a relay's tag)
+_PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 2024-05-11 14:10:52.227 "]
+
+
+@pytest.mark.parametrize("prefix", _PREFIXES)
+@pytest.mark.parametrize(("line", "kind"), [
+    ("torch.distributed.DistStoreError: Timed out after 6 seconds waiting for workers.", "error"),
+    ("triton.runtime.errors.OutOfResources: out of resource: shared memory, Required: 126978", "error"),
+    ("ERROR 06-22 20:16:34 async_llm_engine.py:52] Engine background task failed", "error"),
+    ("misc/ibvwrap.cc:182 NCCL WARN Call to ibv_reg_mr_iova2 failed with error Invalid argument", "error"),
+    ("NCCL failure all_reduce.cu:95 'unhandled cuda error'", "error"),
+    ("UR backend failed. UR backend returns:40 (UR_RESULT_ERROR_OUT_OF_RESOURCES)", "error"),
+    ("Segmentation fault (core dumped) python -m sglang.launch_server", "crash"),
+    ("worker process exited with code 137", "crash"),
+    ("[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
+     "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE)", "error"),
+])
+def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
+    assert line_mark(prefix + line) is not None
+    assert line_mark(prefix + line)[0] == kind
+
+
+@pytest.mark.parametrize("line", [
+    # a lower level governs what follows it
+    "2025-01-01 10:00:00 INFO: health check is pending with error: connection refused",
+    "[W516 12:46:57.499514954 ProcessGroupNCCL.cpp:1826] Failed to check the \"should dump\" flag on TCPStore",
+    "I 08-21 14:52:10 job_lib.py:584] Updated job 6 status to JobStatus.FAILED",
+    "warning: could not find '.gnu_debugaltlink' file for /lib/x86_64-linux-gnu/liblber.so.2",
+    # a relay filing a child's INFO line, or nothing, under ERROR
+    "2024-04-18 15:16:58 | ERROR | stderr | INFO:     Started server process [355692]",
+    "2024-04-18 15:16:57 | ERROR | stderr |",
+    # quoted, echoed, advice, counts of nothing, a person's sentence
+    "[2026-01-01 12:00:00] Receive: obj=GenerateReqInput(text='Error: panic: CUDA error: out of memory')",
+    "Setup Custom allreduce failed with CUDART error: peer access is not supported. To silence this warning, do X",
+    "Successful requests: 100, Failed requests: 0",
+    "Total errors: 0",
+    "Hi, with the latest image I got this error :",
+    "job-7f3a | 12:00:01 | retrying request after 1 failed attempt",
+    # TensorFlow's E lines on every import, a Python warning class, an interrupt
+    "2025-11-14 12:47:54.577428: E external/local_xla/xla/stream_executor/cuda/cuda_dnn.cc:9261] Unable to register "
+    "cuDNN factory: Attempting to register factory for plugin cuDNN when one has already been registered",
+    "[80746] UserWarning: TypedStorage is deprecated",
+    "[80746] KeyboardInterrupt: ",
+    "[2025-08-02 06:06:21 TP2] Pyspy failed to dump PID 171. Error: /bin/dash: 1: py-spy: not found",
+])
+def test_a_harmless_line_has_no_mark(line: str) -> None:
+    assert line_mark(line) is None
+
+
+def test_the_strongest_mark_of_a_record_is_its_decisive_line() -> None:
+    body = ["Hi, with the latest image I got this error :", "",
+            "UR backend failed. UR backend returns:40 (UR_RESULT_ERROR_OUT_OF_RESOURCES) at ggml-sycl.cpp"]
+    assert last_resort(body) == ("error", 2)
+
+
+def test_frames_behind_any_prefix_are_a_traceback_and_its_exception_line_decides() -> None:
+    tag = "2025-06-06T19:02:34.252Z DEBUG dynamo_run::subprocess: "
+    body = [tag + '  File "/opt/x/engine.py", line 58, in run', tag + "    raise e",
+            tag + '  File "/opt/x/engine.py", line 24, in start', tag + "    return cls(",
+            tag + "RuntimeError: engine died"]
+    assert last_resort(body) == ("error", 4)
+    assert last_resort(body[:4]) == ("error", 2)  # cut before its exception line: the last frame
+    assert last_resort(body[:4] + [tag + "KeyboardInterrupt"]) is None
+
+
+def test_an_unknown_format_reaches_the_watcher_as_one_incident_with_its_line() -> None:
+    text = ("$ ./build/all_reduce_perf -b 8 -e 128M -f 2 -g 4\n"
+            "NCCL failure common.cu:908 'unhandled cuda error'.\n")
+    (inc,) = scan_text(text)
+    assert inc["signature_line"] == 2 and "unhandled cuda error" in inc["message"]
+
+
+def test_a_go_goroutine_dump_is_a_death_also_in_a_localised_journal() -> None:
+    text = "".join(f"mar 15 11:39:07 acquario3 ollama[87551]: {a}\n" for a in (
+        "net.(*netFD).Read(0xc000619900, {0xc00035f000?, 0xc00029fad0?})",
+        "        net/fd_posix.go:55 +0x25 fp=0xc00029faa8 sp=0xc00029fa60 pc=0x64c824a077a5",
+        "net.(*conn).Read(0xc000232720, {0xc00035f000?, 0x0?, 0x0?})",
+        "        net/net.go:194 +0x45 fp=0xc00029faf0 sp=0xc00029faa8 pc=0x64c824a15b65"))
+    assert [i["kind"] for i in scan_text(text)] == ["crash"]
+
+
+def test_glog_without_a_thread_id_and_tensorflow_e_lines_are_errors() -> None:
+    assert [i["kind"] for i in scan_text(
+        "E0713 23:29:03.494601 nixl_agent.cpp:631] prepXferDlist: failed to prepare the descriptors\n")] == ["error"]
+    assert [i["kind"] for i in scan_text(
+        "2020-05-04 09:05:40.719343: E    1578 tensorflow/compiler/xla/xla_client/xla_util.cc:76] StackTrace:\n")] \
+        == ["error"]
