@@ -34,6 +34,15 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("worker process exited with code 137", "crash"),
     ("[rank0]:[E321 02:07:08.408271257 ProcessGroupNCCL.cpp:607] [Rank 0] Watchdog caught collective operation "
      "timeout: WorkNCCL(SeqNum=1580, OpType=ALLREDUCE)", "error"),
+    ("16:53:24 - ❌ Crashed container in pod: vllm-standalone", "error"),
+    ("Pod Running - {\"error\":{\"code\":500,\"message\":\"invalid character\"}}", "error"),
+    # marks whatever the level: an RDMA completion error, a leak a check found, a 500 answered
+    ("[WARN host 1711891 1711891 pollOnce rdma/ib_data_channel_impl.cc:203] pollOnce - channel_id: 4, CQE error, "
+     "wr_id=19395, status=10 (remote access error)", "error"),
+    ("/x/scheduler.py:1326: UserWarning: token_to_kv_pool_allocator memory leak detected! available_size=961586",
+     "error"),
+    ("2023-07-20 17:06:22.164 12 root INFO [timing():49] predict 0.0017, ['http_status:500', 'http_method:POST']",
+     "error"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -61,6 +70,10 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     "cuDNN factory: Attempting to register factory for plugin cuDNN when one has already been registered",
     "[80746] UserWarning: TypedStorage is deprecated",
     "[80746] KeyboardInterrupt: ",
+    # a logger's name, PyTorch's collect_env, an access log that answered
+    "2023-07-20 15:35:42.578 12 uvicorn.error INFO [serve():84] Started server process [12]",
+    "Clang version: Could not collect",
+    'INFO:     127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK',
     "[2025-08-02 06:06:21 TP2] Pyspy failed to dump PID 171. Error: /bin/dash: 1: py-spy: not found",
 ])
 def test_a_harmless_line_has_no_mark(line: str) -> None:

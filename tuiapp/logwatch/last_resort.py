@@ -50,25 +50,37 @@ _FRAME_RE = re.compile(r"File \"[^\"]+\", line \d+, in \S")
 _EXC_RE = re.compile(
     r"(?<![\w.'\"])((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exhausted|Fault|Failure)"
     r"|(?:[a-z_][\w]*\.){2,}[A-Z][A-Za-z0-9]+)(?:\([\w.]*\))?:(?: \S|\s*$)")
+# marks whatever level the line names: NCCL's WARN is its error level; an RDMA work completion that failed
+# (KV transfer engines log them at WARN and go on failing); a leak a check found
+_OVERRIDING = (r"|\bNCCL WARN\b|\bCQE error\b|\bWR_FLUSH_ERR\b|\bIBV_WC_(?!SUCCESS)[A-Z_]+\b|\bremote access error\b"
+               r"|\bleak(?:s|ed)? detected\b")
+_OVERRIDING_RE = re.compile(_OVERRIDING[1:])
+# a server error answered to a request, in an access log or a structured field (whatever its level: access
+# logs are INFO, and the field may sit in a quoted list: "['http_status:500', 'http_method:POST']")
+_HTTP_5XX_RE = re.compile(r"\b(?:http_status|status_code|status)[\"']?\s*[:=]\s*[\"']?5\d\d\b|HTTP/\d(?:\.\d)?\"? 5\d\d\b")
 _COLLECTIVE_RE = re.compile(
     r"\bNCCL WARN\b|\b(?:NCCL|RCCL|HCCL|Gloo|NRT|NRTD|XLA|HSA|ROCm|cuDNN|CUBLAS|cuBLAS|CUDA|Cuda|cuda|HIP|hip|UR|SYCL)"
     r"(?: \w+){0,2} (?:failure|error|Error|ERROR|failed)\b|\b(?:nccl|cuda|hip)Error\w+|\bnccl\w+Error\b"
     # a runtime's status code ("UR_RESULT_ERROR_OUT_OF_RESOURCES", "CUBLAS_STATUS_EXECUTION_FAILED", "CUDA_ERROR_NO_DEVICE")
-    r"|\b[A-Z][A-Z0-9]*_(?:RESULT_)?(?:ERROR|ERR)_[A-Z0-9_]+\b|\b[A-Z][A-Z0-9]*_STATUS_(?!SUCCESS)[A-Z_]+\b")
+    r"|\b[A-Z][A-Z0-9]*_(?:RESULT_)?(?:ERROR|ERR)_[A-Z0-9_]+\b|\b[A-Z][A-Z0-9]*_STATUS_(?!SUCCESS)[A-Z_]+\b"
+    # an error object in JSON
+    r"|\"error\"\s*:\s*(?:\{|\"[^\"])"
+    + _OVERRIDING)
 _DEATH_RE = re.compile(
     r"\bSegmentation fault\b|\bcore dumped\b|\bSIG(?:SEGV|ABRT|BUS|KILL|FPE|ILL)\b|\bsignal (?:6|9|11)\b"
     r"|\bOOMKilled\b|\bCrashLoopBackOff\b|\bexited with (?:code|status) -?[1-9]\d*\b"
     r"|\b[Ee]xit (?:[Cc]ode|status)\s*[:=]?\s*-?[1-9]\d*\b|\bexitcode\s*:\s*-?[1-9]\d*\b"
     r"|\bcode=killed\b|\bstatus=\d+/(?:KILL|SEGV|ABRT|BUS|FAILURE)\b|\bpanicked at\b|\bpanic: "
     r"|\b(?:process|worker|actor|engine|scheduler|child)\b[^.]{0,40}\b(?:died|was killed|is dead)\b")
+# (a logger's or module's name is no mark: "uvicorn.error INFO ...")
 _SOFT_RE = re.compile(
-    r"\b(?:[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Ee]rror|[Ff]atal|[Cc]ould not|[Uu]nable to|[Aa]borted|[Tt]imed out)\b")
-# what makes a mark harmless
+    r"(?<![\w.])(?:[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Ee]rror|[Ff]atal|[Cc]ould not|[Uu]nable to|[Aa]borted|[Tt]imed out"
+    r"|[Cc]rash(?:ed|es)?)(?!\w|\.\w)|[❌✗✘💥]")
 _ADVICE_RE = re.compile(
     r"(?i)\b(?:can be (?:safely )?ignored|ignor(?:e|ed|ing)\b|if you (?:see|get|encounter)|you (?:can|may|might|should)"
     r"|please|retry(?:ing)?\b|will retry|retrying|deprecat|no errors?\b|without (?:an )?errors?|not an error"
     r"|succe(?:ss|ssful|eded)|falling back|fallback|error[_ ]?rate|expected|skipping|this warning|silence"
-    r"|not available|command not found|not installed)")
+    r"|not available|command not found|not installed|Could not collect)")
 # a person's sentence around a paste ("I got this error:"), not a line a process printed
 _PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|Thanks)(?:\s|,|$)")
 _ZERO_RE = re.compile(r"(?i)\b0 (?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)\w*\s*[=:]\s*0\b")
@@ -76,7 +88,7 @@ _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|mess
 _QUIET_EXC = ("KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit", "StopIteration",
               "StopAsyncIteration")
 # the marks' letters: a line without any is skipped without a regex
-_HINTS = ("rror", "RROR", "ERR", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
+_HINTS = ("rror", "RROR", "ERR", "rash", "❌", "✗", "✘", "💥", " 5", ":5", "=5", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "OOMKilled", "BackOff",
           "exit", "Exit", "code=", "status=", "panic", "died", "killed", "dead", "ould not", "nable to",
           "bort", "imed out", "level", "severity", "Fault", "Exhausted", "error]", "fatal]")
@@ -137,9 +149,12 @@ def line_mark(line: str) -> tuple[str, int] | None:
         if g.group(1) in "EF" and not any(n in s for n in _GLOG_NOISE) and s[g.end():].strip():
             return "error", _RANK["glog"]
         return None
+    if "5" in s and _HTTP_5XX_RE.search(s) and not _ADVICE_RE.search(s):
+        return "error", _RANK["device"]
     lvl = _LEVEL_TOKEN_RE.search(s)
     level = None if lvl is None else _level_of(s, lvl)
-    if level is not None and level not in _ERROR_LEVELS and "NCCL WARN" not in s:
+    if level is not None and level not in _ERROR_LEVELS and not (
+            ("NCCL WARN" in s or "rror" in s or "ERR" in s or "leak" in s) and _OVERRIDING_RE.search(s)):
         # a lower level governs what follows it: only a mark before it (a line glued to another) counts
         s = s[:lvl.start()]
         level = None
