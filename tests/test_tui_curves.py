@@ -1,6 +1,6 @@
 """The dashboard's load-curve view: the store keeps points and the load now; the grid places them."""
 
-from tuiapp.events import PointDone, RunDone
+from tuiapp.events import Note, PointDone, RunDone, TrialState
 from tuiapp.tui.curve_text import LoadAxis, load_grid
 from tuiapp.tui.store import DashboardStore
 
@@ -36,3 +36,38 @@ def test_store_tracks_points_and_the_load_now():
     closed = DashboardStore()
     closed.apply(RunDone(run_index=0, requests=1, duration_s=1, decode_tok_s=1, output_tok_s=1))
     assert closed.current_load is None  # one closed-loop point: the usual latency panel
+
+
+def _run(trial, point_index=0, **load):
+    return RunDone(run_index=0, requests=4, duration_s=1, decode_tok_s=1, output_tok_s=1, trial=trial,
+                   point_index=point_index, **load)
+
+
+def test_a_closed_loop_campaign_keeps_its_layout_and_a_sweep_keeps_the_curves():
+    s = DashboardStore()
+    for i, name in enumerate(("base", "new")):  # trials of one load each (tuiapp demo): one PointDone each
+        s.apply(TrialState(name=name, index=i, total=2, phase="running"))
+        s.apply(_run(name, concurrency=1))
+        s.apply(_p(name, 1, 10, 1, 2))
+        s.apply(_run(name, concurrency=1))  # a run after the trial's point: still no curve
+        assert s.mode == "campaign", name
+    single = DashboardStore()
+    single.apply(_run(None, request_rate=4.0))  # one open-loop rate: one point, no curve
+    single.apply(PointDone(point_index=0, request_rate=4.0, runs=1, requests=4, duration_s=1.0))
+    assert single.mode == "single"
+
+    sweep = DashboardStore()
+    sweep.apply(TrialState(name="base", index=0, total=2, phase="running"))
+    sweep.apply(Note(text="load point 1 of 3: concurrency 1, 3 run(s)", source="bench"))
+    assert sweep.mode == "curve"  # from the sweep's first point, before any figure
+    sweep.apply(TrialState(name="new", index=1, total=2, phase="running"))  # a trial of one load next
+    sweep.apply(_run("new", concurrency=1))
+    assert sweep.mode == "curve"  # once in curve mode it never goes back
+    search = DashboardStore()
+    search.apply(Note(text="load point 1: 2 req/s, 2 run(s)", source="bench"))
+    assert search.mode == "curve"  # --find-max-load: probes without a total
+    no_notes = DashboardStore()  # a recording without the notes: the second point of a trial says it
+    no_notes.apply(_p("base", 1, 10, 1, 2))
+    assert no_notes.mode == "single"
+    no_notes.apply(_run("base", point_index=1, concurrency=2))
+    assert no_notes.mode == "curve"

@@ -133,6 +133,9 @@ class DashboardStore:
         # load curves (a sweep, open loop or a search): finished points, and the load running now
         self.points: list[PointDone] = []
         self.current_load: str | None = None
+        # a sweep or search was seen (a load-point note, or a second load point of a trial):
+        # the load-curve layout from then on. A closed-loop trial's one PointDone is no curve.
+        self.curve_seen = False
         self.requests_failed = 0
         # what a tuner looks at first: the server's queue and KV cache now, this trial's
         # latency percentiles, request rate and errors by reason (a new trial or point starts empty)
@@ -225,9 +228,9 @@ class DashboardStore:
 
     @property
     def mode(self) -> str:
-        """The layout this session wants: "curve" (a sweep, open loop or search), "campaign"
+        """The layout this session wants: "curve" (a sweep or search: several load points), "campaign"
         (a plan of several trials) or "single" (attach, launch: one server)."""
-        if self.points or self.current_load or self.sweep_point is not None:
+        if self.curve_seen:
             return "curve"
         if self.trials and max(row.total for row in self.trials.values()) > 1:
             return "campaign"
@@ -347,8 +350,10 @@ class DashboardStore:
     def _on_ReplaySeek(self, ev: ReplaySeek) -> None:
         # The replay jumped: forget everything; the state at the new position follows.
         versions, applied, first_t_s = self.versions, self.applied, self.first_t_s
+        curve_seen = self.curve_seen
         self.__init__()
         self.versions = {panel: v + 1 for panel, v in versions.items()}
+        self.curve_seen = curve_seen  # the layout never goes back from load curves
         self.applied, self.first_t_s, self.now_t_s = applied, first_t_s, ev.t_s
 
     def _on_ServerState(self, ev: ServerState) -> None:
@@ -437,6 +442,7 @@ class DashboardStore:
         self.run_tok_s.add(ev.t_s, ev.decode_tok_s)
         self.last_run_tok_s = ev.decode_tok_s
         self.point_runs += 1
+        self.curve_seen = self.curve_seen or ev.point_index > 0
         self._bump("progress")
         if ev.request_rate is not None or ev.point_index or self.points:
             self.current_load = (f"{ev.request_rate:g} req/s" if ev.request_rate is not None
@@ -446,6 +452,7 @@ class DashboardStore:
 
     def _on_PointDone(self, ev: PointDone) -> None:
         self.points.append(ev)
+        self.curve_seen = self.curve_seen or ev.point_index > 0
         self.latency.clear()  # the next point's percentiles start empty
         self._bump("latency", "throughput", "curve", "progress")
 
@@ -535,6 +542,7 @@ class DashboardStore:
         point = point_note(ev.text)
         if point is not None:
             self.sweep_point = point
+            self.curve_seen = self.curve_seen or point[1] is None or point[1] > 1  # a search, or a sweep
             self.point_runs = 0
             self.point_started_t_s = ev.t_s
             if point[0] == 1 or self.sweep_started_t_s is None:
