@@ -7,8 +7,9 @@ rows), so the box is the whole screen: every panel and container rendered every 
 from its cache, and cut it into chops (~300 lines a frame at 160x48, for ~60 that changed).
 
 Here the dirty regions are grouped into bands of rows that do not overlap, each widget
-renders only the rows of a band it overlaps, and a widget that shows nowhere (a container its
-children cover) is not rendered at all; everything else is Textual's own arithmetic (the same
+renders only the rows of a band where a dirty span reaches its columns (a panel beside the
+one that changed renders nothing), and a widget that shows nowhere (a container its children
+cover) is not rendered at all; everything else is Textual's own arithmetic (the same
 chops, cuts and spans, front-most widget first). tests/test_tui_banded_update.py checks what
 is sent against Textual's own partial update, frame by frame.
 """
@@ -96,7 +97,9 @@ def render_partial_update(self):
         return None
     screen_region = self.size.region
     spans = list(self._regions_to_spans(update_regions))  # noqa: SLF001 - checked in textual_private
-    is_rendered_line = {y for y, _, _ in spans}.__contains__
+    spans_at: dict[int, list[tuple[int, int]]] = {}
+    for y, x1, x2 in spans:
+        spans_at.setdefault(y, []).append((x1, x2))
     cuts = self.cuts
     chops = [dict.fromkeys(cut_set[:-1]) for cut_set in cuts]
     widgets = _shown_widgets(self)  # front to back
@@ -114,11 +117,20 @@ def render_partial_update(self):
             top, bottom = max(y, band_top), min(y + height, band_bottom)
             if not width or top >= bottom:
                 continue
-            # every visible column (a chop runs from cut to cut), only the band's rows
+            # Only the lines where a span reaches the widget's columns: a panel beside the one
+            # that changed shares the band's rows but sends nothing (a chop is sent where it meets
+            # a span: from x1 up to and including x2, as ChopsUpdate.render_segments tests).
+            right = x + width
+            lines = [line_y for line_y in range(top, bottom)
+                     if any(x1 < right and x <= x2 for x1, x2 in spans_at.get(line_y, ()))]
+            if not lines:
+                continue
+            top, bottom = lines[0], lines[-1] + 1
+            # every visible column (a chop runs from cut to cut), only those rows
             strips = widget.render_lines(Region(x - region.x, top - region.y, width, bottom - top))
-            last_cut = x + width
+            last_cut = right
             for line_y, strip in zip(range(top, bottom), strips, strict=False):
-                if not is_rendered_line(line_y):
+                if line_y not in spans_at:
                     continue
                 chops_line = chops[line_y]
                 final_cuts = [cut for cut in cuts[line_y] if last_cut >= cut >= x]
