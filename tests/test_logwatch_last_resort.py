@@ -43,6 +43,7 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
      "error"),
     ("2023-07-20 17:06:22.164 12 root INFO [timing():49] predict 0.0017, ['http_status:500', 'http_method:POST']",
      "error"),
+    ("kernel: 000000000ee779df: ffffffffc0b44945 (_nv013207rm+0x2c5/0x5b0 [nvidia])", "error"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -118,3 +119,19 @@ def test_glog_without_a_thread_id_and_tensorflow_e_lines_are_errors() -> None:
     assert [i["kind"] for i in scan_text(
         "2020-05-04 09:05:40.719343: E    1578 tensorflow/compiler/xla/xla_client/xla_util.cc:76] StackTrace:\n")] \
         == ["error"]
+
+
+def test_a_capture_failure_is_an_oom_unless_its_cause_says_otherwise() -> None:
+    kinds = [i["kind"] for i in scan_text(
+        "Exception: Capture cuda graph failed: RuntimeError: Cannot call CUDAGeneratorImpl::current_seed during "
+        "CUDA graph capture.\n")]
+    assert kinds == ["error"]
+    assert [i["kind"] for i in scan_text(
+        "Exception: Capture cuda graph failed: RuntimeError: CUDA out of memory. Tried to allocate 2.00 GiB\n")] == ["oom"]
+
+
+def test_the_hip_runtimes_trace_of_its_own_calls_is_no_failure() -> None:
+    # AMD_LOG_LEVEL=3: the file is hip_error.cpp and the call hipGetLastError, and nothing failed
+    assert scan_text(":3:hip_error.cpp            :27  : 0893897962 us: [pid:110   tid:0x7f5f]  hipGetLastError (  ) \n"
+                     ":3:hip_module.cpp           :679 : 0893897958 us: [pid:110   tid:0x7f5f] hipLaunchKernel: "
+                     "Returned hipSuccess : \n") == []

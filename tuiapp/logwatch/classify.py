@@ -104,6 +104,10 @@ RULES: list[Rule] = [
     # (FlashInfer JIT arch, NCCL invalid usage, an assertion)
     _r("oom", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed", prio=PRIORITY.index("error") - 0.5,
        wrapper=True),
+    # ... but one whose cause is an exception that says nothing of memory is that error ("RuntimeError: Cannot
+    # call CUDAGeneratorImpl::current_seed during CUDA graph capture")
+    _r("error", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed: (?!.*(?:[Mm]emory|OOM|alloc))"
+       r"[\w.]*(?:Error|Exception): ", prio=PRIORITY.index("error") - 0.6, wrapper=True),
     _r("oom", _E + r".*CUBLAS_STATUS_ALLOC_FAILED"),
     _r("oom", NCCL_HEAD + r"WARN .*out of memory"),
     _r("nccl", r"Watchdog caught collective operation timeout"),

@@ -85,7 +85,7 @@ _DEVICE_RE = (
     r"|(?:\[[^\]]{1,40}\] )?(?:kernel: )?NVRM: " + NVRM_FAILURE +
     # AMD ROCm: the runtime's own reports (ROCr, ROCclr, HIP), amdgpu in dmesg
     r"|Memory access fault by GPU node-\d+"
-    r"|:\d:\S+\.(?:cpp|hpp|h)\s*:\s*\d+\s*: \d+ us: .*(?:aborting|[Ee]rror|failed|HSA_STATUS_ERROR)"
+    r"|:\d:\S+\.(?:cpp|hpp|h)\s*:\s*\d+\s*: \d+ us: .*(?:\b(?:aborting|[Ee]rror|failed)\b|HSA_STATUS_ERROR)"
     r"|HSA_STATUS_ERROR_\w+"
     r"|hipError\w+"
     r"|HIP (?:error|Error)\b[: ]"

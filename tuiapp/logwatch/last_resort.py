@@ -57,12 +57,14 @@ _OVERRIDING = (r"|\bNCCL WARN\b|\bCQE error\b|\bWR_FLUSH_ERR\b|\bIBV_WC_(?!SUCCE
 _OVERRIDING_RE = re.compile(_OVERRIDING[1:])
 # a server error answered to a request, in an access log or a structured field (whatever its level: access
 # logs are INFO, and the field may sit in a quoted list: "['http_status:500', 'http_method:POST']")
-_HTTP_5XX_RE = re.compile(r"\b(?:http_status|status_code|status)[\"']?\s*[:=]\s*[\"']?5\d\d\b|HTTP/\d(?:\.\d)?\"? 5\d\d\b")
+_HTTP_5XX_RE = re.compile(r"\b(?:http_status|status_code|status|response_code)[\"']?\s*[:=]\s*[\"']?5\d\d\b|HTTP/\d(?:\.\d)?\"? 5\d\d\b")
 _COLLECTIVE_RE = re.compile(
     r"\bNCCL WARN\b|\b(?:NCCL|RCCL|HCCL|Gloo|NRT|NRTD|XLA|HSA|ROCm|cuDNN|CUBLAS|cuBLAS|CUDA|Cuda|cuda|HIP|hip|UR|SYCL)"
     r"(?: \w+){0,2} (?:failure|error|Error|ERROR|failed)\b|\b(?:nccl|cuda|hip)Error\w+|\bnccl\w+Error\b"
     # a runtime's status code ("UR_RESULT_ERROR_OUT_OF_RESOURCES", "CUBLAS_STATUS_EXECUTION_FAILED", "CUDA_ERROR_NO_DEVICE")
     r"|\b[A-Z][A-Z0-9]*_(?:RESULT_)?(?:ERROR|ERR)_[A-Z0-9_]+\b|\b[A-Z][A-Z0-9]*_STATUS_(?!SUCCESS)[A-Z_]+\b"
+    # a kernel backtrace's frame ("_nv013207rm+0x2c5/0x5b0 [nvidia]"): the kernel prints them on an oops or a BUG
+    r"|\b\w+\+0x[0-9a-f]+/0x[0-9a-f]+\b"
     # an error object in JSON
     r"|\"error\"\s*:\s*(?:\{|\"[^\"])"
     + _OVERRIDING)
@@ -88,7 +90,7 @@ _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|mess
 _QUIET_EXC = ("KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit", "StopIteration",
               "StopAsyncIteration")
 # the marks' letters: a line without any is skipped without a regex
-_HINTS = ("rror", "RROR", "ERR", "rash", "❌", "✗", "✘", "💥", " 5", ":5", "=5", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
+_HINTS = ("rror", "RROR", "ERR", "rash", "+0x", "❌", "✗", "✘", "💥", " 5", ":5", "=5", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "OOMKilled", "BackOff",
           "exit", "Exit", "code=", "status=", "panic", "died", "killed", "dead", "ould not", "nable to",
           "bort", "imed out", "level", "severity", "Fault", "Exhausted", "error]", "fatal]")
