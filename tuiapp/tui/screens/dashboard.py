@@ -56,6 +56,9 @@ class DashboardScreen(Screen):
         self.store = store
         self.session = session
         self.events = events
+        # The classes the first paint would set, set before the screen is styled: set by that
+        # paint they would restyle the whole screen a second time at start.
+        self.add_class(*(name for name, on in self._wanted_classes().items() if on), update=False)
 
     def compose(self) -> ComposeResult:
         s = self.store
@@ -175,13 +178,7 @@ class DashboardScreen(Screen):
             for panel in self._panels:
                 panel.paint(force)
             self._alerts.paint(force)
-            store = self.store
-            mode = store.mode
-            wanted = {"-has-trials": bool(store.trials), "-cramped": self._cramped(),
-                      "-mode-single": mode == "single", "-mode-campaign": mode == "campaign",
-                      "-mode-curve": mode == "curve", "-has-log": bool(store.log),
-                      "-has-progress": store.progress() is not None,
-                      "-failed": mode == "single" and store.failure() is not None}
+            wanted = self._wanted_classes()
             changed = [name for name, on in wanted.items() if self.has_class(name) != on]
             if changed:
                 # Each class change restyles the whole screen (~25 ms): one pass for them all.
@@ -205,6 +202,19 @@ class DashboardScreen(Screen):
             ledger.paint(force)
             if self._timeline is not None:
                 self._timeline.paint(force)
+
+    def _wanted_classes(self) -> dict[str, bool]:
+        """The screen's classes the store asks for (the layout CSS reads them)."""
+        store = self.store
+        mode = store.mode
+        return {"-has-trials": bool(store.trials), "-cramped": self._cramped(),
+                "-mode-single": mode == "single", "-mode-campaign": mode == "campaign",
+                "-mode-curve": mode == "curve",
+                # only the single-server and curve layouts place the log by it: in a campaign
+                # it would restyle the whole screen for nothing when the first line comes
+                "-has-log": bool(store.log) and mode != "campaign",
+                "-has-progress": store.progress() is not None,
+                "-failed": mode == "single" and store.failure() is not None}
 
     def _cramped(self) -> bool:
         """Short and narrow: do one row per GPU and what this mode shows first not fit? (Then
