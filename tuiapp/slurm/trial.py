@@ -209,6 +209,7 @@ class SlurmTrial(PlanRunner):
             bench = BenchLoop(watch, url, cfg.bench, api_key=api_key, trial=cfg.name)
             self.bench = bench
             bench_task = asyncio.create_task(bench.run())
+            helpers.append(bench_task)  # (an interrupt leaves it running: the finally below ends it)
             ended = asyncio.create_task(self._wait_over())
             fatal = asyncio.create_task(self._fatal.wait())
             done, _ = await asyncio.wait({bench_task, ended, fatal}, timeout=cfg.timeouts.run_s,
@@ -235,6 +236,10 @@ class SlurmTrial(PlanRunner):
             self.interrupted = True  # Ctrl-C, quit, a hang-up: the job goes now, not cleanly
             raise
         finally:
+            if self.bench is not None:
+                # first, as a local trial does: the requests the job's end cuts (a Ctrl-C, a quit)
+                # are then ours, cancelled, never failures that judge the trial or a probe
+                self.bench.stop()
             state("stopping", f"job {self.job_id}" if self.job_id else "")
             await self._end_job(files)
             await asyncio.sleep(0.3)  # the last lines of the node logs reach their watchers
@@ -242,6 +247,8 @@ class SlurmTrial(PlanRunner):
             for task in helpers:
                 if task.get_name() != "log":
                     task.cancel()
+            # two waits, two jobs: the node logs' followers drain to the end of their files (stop_logs),
+            # then whatever is still running is cancelled and given stop_tasks' grace
             await asyncio.wait(helpers, timeout=5.0) if helpers else None
             await stop_tasks(helpers)
             if http is not None:
