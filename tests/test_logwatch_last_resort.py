@@ -44,6 +44,16 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("2023-07-20 17:06:22.164 12 root INFO [timing():49] predict 0.0017, ['http_status:500', 'http_method:POST']",
      "error"),
     ("kernel: 000000000ee779df: ffffffffc0b44945 (_nv013207rm+0x2c5/0x5b0 [nvidia])", "error"),
+    # a relay's level for a child's stream says nothing: the child's line is judged
+    ("2024-02-15 16:04:21 | INFO | stdout | router init state: Traceback (most recent call last):", "error"),
+    # a death a supervisor reports at a warning level; a link that is down; the kernel's warning banner
+    ("2022-11-02 02:42:14,808 WARNING worker.py:1849 -- Raylet is terminated: ip=172.29.58.133. Termination is "
+     "unexpected.", "crash"),
+    ("link mlx5_7/1 subnet_prefix fe80:0000:0000:0000 lid 3403 sm_lid 1 lmc 0 state DOWN physical_state POLLING",
+     "error"),
+    ("[53902.557426] ------------[ cut here ]------------", "error"),
+    ("[PID: 749] 2025-12-29-03:16:15.787.356 Get_Socket_Timeout(EI0006): Getting socket times out.", "error"),
+    ("Unhandled exception caught in c10/util/AbortHandler.h", "crash"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -74,6 +84,10 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     # a logger's name, PyTorch's collect_env, an access log that answered
     "2023-07-20 15:35:42.578 12 uvicorn.error INFO [serve():84] Started server process [12]",
     "Clang version: Could not collect",
+    # a Python warning, whatever its text says; docker about to pull; an unsigned kernel module
+    "/x/torchair/configs/compiler_config.py:74: UserWarning: The following config may not take effect or report error",
+    "Unable to find image 'ghcr.io/huggingface/text-generation-inference:2.0.4' locally",
+    "[53440.605199] knem: module verification failed: signature and/or required key missing - tainting kernel",
     'INFO:     127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK',
     "[2025-08-02 06:06:21 TP2] Pyspy failed to dump PID 171. Error: /bin/dash: 1: py-spy: not found",
 ])

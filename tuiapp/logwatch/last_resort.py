@@ -34,7 +34,9 @@ _LEVEL_TOKEN_RE = re.compile(
     r"(?<![\w./=-])(ERROR|ERRO|ERR|FATAL|FATA|FTL|CRITICAL|CRIT|EMERG|PANIC|SEVERE|"
     r"INFO|INF|WARNING|WARN|WRN|DEBUG|DBG|TRACE|TRC|NOTICE|VERBOSE)(?![\w/-])"
     r"|(?:^|[\[<|( ])(error|fatal|critical|info|warning|warn|debug|notice|trace)[\]>|):]"
-    r"|\b(?:level|lvl|severity)[=:]\s*\"?(\w+)")
+    r"|\b(?:level|lvl|severity)[=:]\s*\"?(\w+)"
+    # Python's warnings module: "path.py:74: UserWarning: msg" is a warning, whatever its text says
+    r"|(?<![\w.])[A-Z]\w*(Warning)(?=: )")
 _ERROR_LEVELS = frozenset({"ERROR", "ERRO", "ERR", "FATAL", "FATA", "FTL", "CRITICAL", "CRIT", "EMERG", "PANIC",
                            "SEVERE", "error", "fatal", "critical", "err", "crit", "emerg", "alert", "panic"})
 # glog/absl/c10's own format ("I0521 12:00:00.1 file.cc:N]", "[W516 12:46:57.4 x.cpp:N]", "E 08-31
@@ -53,7 +55,11 @@ _EXC_RE = re.compile(
 # marks whatever level the line names: NCCL's WARN is its error level; an RDMA work completion that failed
 # (KV transfer engines log them at WARN and go on failing); a leak a check found
 _OVERRIDING = (r"|\bNCCL WARN\b|\bCQE error\b|\bWR_FLUSH_ERR\b|\bIBV_WC_(?!SUCCESS)[A-Z_]+\b|\bremote access error\b"
-               r"|\bleak(?:s|ed)? detected\b")
+               r"|\bleak(?:s|ed)? detected\b"
+               # a death the process's supervisor reports at a warning level (Ray: "Raylet is terminated ...
+               # Termination is unexpected"); a network link or port that is down (RDMA, NCCL's transport)
+               r"|\b[Tt]ermination is unexpected\b|\b(?:terminated|exited|died|crashed) unexpectedly\b"
+               r"|\b(?:link|[Pp]ort)\b.{0,80}\bstate (?:is )?(?:DOWN|Down)\b")
 _OVERRIDING_RE = re.compile(_OVERRIDING[1:])
 # a server error answered to a request, in an access log or a structured field (whatever its level: access
 # logs are INFO, and the field may sit in a quoted list: "['http_status:500', 'http_method:POST']")
@@ -65,6 +71,8 @@ _COLLECTIVE_RE = re.compile(
     r"|\b[A-Z][A-Z0-9]*_(?:RESULT_)?(?:ERROR|ERR)_[A-Z0-9_]+\b|\b[A-Z][A-Z0-9]*_STATUS_(?!SUCCESS)[A-Z_]+\b"
     # a kernel backtrace's frame ("_nv013207rm+0x2c5/0x5b0 [nvidia]"): the kernel prints them on an oops or a BUG
     r"|\b\w+\+0x[0-9a-f]+/0x[0-9a-f]+\b"
+    # an Ascend CANN error code anywhere ("Get_Socket_Timeout(EI0006): ..."); the kernel's warning or oops banner
+    r"|\(E[A-Z0-9]\d{4}\)|\[ cut here \]"
     # an error object in JSON
     r"|\"error\"\s*:\s*(?:\{|\"[^\"])"
     + _OVERRIDING)
@@ -73,16 +81,22 @@ _DEATH_RE = re.compile(
     r"|\bOOMKilled\b|\bCrashLoopBackOff\b|\bexited with (?:code|status) -?[1-9]\d*\b"
     r"|\b[Ee]xit (?:[Cc]ode|status)\s*[:=]?\s*-?[1-9]\d*\b|\bexitcode\s*:\s*-?[1-9]\d*\b"
     r"|\bcode=killed\b|\bstatus=\d+/(?:KILL|SEGV|ABRT|BUS|FAILURE)\b|\bpanicked at\b|\bpanic: "
-    r"|\b(?:process|worker|actor|engine|scheduler|child)\b[^.]{0,40}\b(?:died|was killed|is dead)\b")
+    r"|\b(?:process|worker|actor|engine|scheduler|child)\b[^.]{0,40}\b(?:died|was killed|is dead)\b"
+    r"|\b[Uu]nhandled exception\b|\b[Tt]ermination is unexpected\b|\b(?:terminated|exited|died|crashed) unexpectedly\b")
 # (a logger's or module's name is no mark: "uvicorn.error INFO ...")
 _SOFT_RE = re.compile(
-    r"(?<![\w.])(?:[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Ee]rror|[Ff]atal|[Cc]ould not|[Uu]nable to|[Aa]borted|[Tt]imed out"
+    r"(?<![\w.])(?:[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Ee]rror|[Ff]atal|[Cc]ould not|[Cc]ouldn't|[Uu]nable to"
+    r"|[Aa]borted|[Tt]imed out|[Tt]imes out"
     r"|[Cc]rash(?:ed|es)?)(?!\w|\.\w)|[❌✗✘💥]")
 _ADVICE_RE = re.compile(
     r"(?i)\b(?:can be (?:safely )?ignored|ignor(?:e|ed|ing)\b|if you (?:see|get|encounter)|you (?:can|may|might|should)"
     r"|please|retry(?:ing)?\b|will retry|retrying|deprecat|no errors?\b|without (?:an )?errors?|not an error"
-    r"|succe(?:ss|ssful|eded)|falling back|fallback|error[_ ]?rate|expected|skipping|this warning|silence"
-    r"|not available|command not found|not installed|Could not collect)")
+    r"|succe(?:ss|ssful|eded)|falling back|fallback|error[_ ]?rate|(?:as|is|was) expected|skipping|this warning"
+    r"|silence|not available|command not found|not installed|Could not collect|using (?:the )?default|defaulting"
+    # a kernel module without a signature (loads anyway); docker about to pull an image it lacks; a shell
+    # started without a terminal
+    r"|cannot set terminal process group|no job control"
+    r"|taint(?:s|ing) (?:the )?kernel|Unable to find image '[^']*' locally)")
 # a person's sentence around a paste ("I got this error:"), not a line a process printed
 _PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|Thanks)(?:\s|,|$)")
 _ZERO_RE = re.compile(r"(?i)\b0 (?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)\w*\s*[=:]\s*0\b")
@@ -90,7 +104,8 @@ _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|mess
 _QUIET_EXC = ("KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit", "StopIteration",
               "StopAsyncIteration")
 # the marks' letters: a line without any is skipped without a regex
-_HINTS = ("rror", "RROR", "ERR", "rash", "+0x", "❌", "✗", "✘", "💥", " 5", ":5", "=5", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
+_HINTS = ("rror", "RROR", "ERR", "rash", "+0x", "xpected", "nhandled", "DOWN", "Down", "cut here", "(E", "ouldn't",
+          "imes out", "❌", "✗", "✘", "💥", " 5", ":5", "=5", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "OOMKilled", "BackOff",
           "exit", "Exit", "code=", "status=", "panic", "died", "killed", "dead", "ould not", "nable to",
           "bort", "imed out", "level", "severity", "Fault", "Exhausted", "error]", "fatal]")
@@ -102,11 +117,14 @@ _FORMAT_LOWER = frozenset({"INFO", "INF", "WARNING", "WARN", "WRN", "DEBUG", "DB
 def _level_of(line: str, m: re.Match[str]) -> str:
     """The level the line's format names: the first one, unless a relay filed a child's line
     under its own level ("<ts> | ERROR | stderr | INFO: Started server"): then the inner one."""
-    level = m.group(1) or m.group(2) or m.group(3)
-    if level in _ERROR_LEVELS and m.group(1) and _STREAM_RE.search(line, m.end()):
-        inner = next((x.group(1) for x in _LEVEL_TOKEN_RE.finditer(line, m.end()) if x.group(1)), None)
-        if inner in _FORMAT_LOWER:
-            return inner
+    level = m.group(1) or m.group(2) or m.group(3) or "WARNING"
+    at = line.find("std", m.end(), m.end() + 12)
+    stream = _STREAM_RE.match(line, at) if m.group(1) and at >= 0 else None
+    if stream is not None and line[m.end():stream.start()].strip(" |:-[]") == "":
+        # a relay filing a child's stream under one level: that level says nothing of the child's line,
+        # whose own level (if it names one) decides ("| INFO | stdout | ... Traceback", "| ERROR | stderr | INFO:")
+        inner = next((x for x in _LEVEL_TOKEN_RE.finditer(line, stream.end()) if x.group(1)), None)
+        return inner.group(1) if inner is not None else ""
     return level
 
 
@@ -137,8 +155,8 @@ def line_mark(line: str) -> tuple[str, int] | None:
     if not any(h in line for h in _HINTS):
         return None
     s = line.strip()
-    if not s or s[:1] in "#$" or s.startswith(("//", "--", "+ ")):
-        return None  # a comment, a shell prompt's command, a diff
+    if not s or s[:1] in "#$" or s.startswith(("//", "--")):
+        return None  # a comment, a shell prompt's command, a separator
     if (e := _ECHO_RE.search(s)) is not None:
         # a logged request: what follows is the client's text (a prompt that says "error")
         s = s[:e.start()]
@@ -154,9 +172,10 @@ def line_mark(line: str) -> tuple[str, int] | None:
     if "5" in s and _HTTP_5XX_RE.search(s) and not _ADVICE_RE.search(s):
         return "error", _RANK["device"]
     lvl = _LEVEL_TOKEN_RE.search(s)
-    level = None if lvl is None else _level_of(s, lvl)
+    level = None if lvl is None else (_level_of(s, lvl) or None)
     if level is not None and level not in _ERROR_LEVELS and not (
-            ("NCCL WARN" in s or "rror" in s or "ERR" in s or "leak" in s) and _OVERRIDING_RE.search(s)):
+            ("NCCL WARN" in s or "rror" in s or "ERR" in s or "leak" in s or "xpected" in s or "own" in s
+             or "OWN" in s) and _OVERRIDING_RE.search(s)):
         # a lower level governs what follows it: only a mark before it (a line glued to another) counts
         s = s[:lvl.start()]
         level = None
