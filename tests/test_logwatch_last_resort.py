@@ -54,6 +54,9 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("[53902.557426] ------------[ cut here ]------------", "error"),
     ("[PID: 749] 2025-12-29-03:16:15.787.356 Get_Socket_Timeout(EI0006): Getting socket times out.", "error"),
     ("Unhandled exception caught in c10/util/AbortHandler.h", "crash"),
+    ("[2022-04-12 13:46:39,948 C 74 74] (raylet) node_manager.cc:170: This node has beem marked as dead.", "error"),
+    ("[  131.479939] internet: link status down for interface eno4, disabling it in 200 ms", "error"),
+    ("08-04 06:43:55 Xid 31 GPC1 GPCCLIENT_T1_9  @ 0xede3_7fa00000  FAULT_PDE ACCESS_TYPE_VIRT_READ", "error"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -88,6 +91,8 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     "/x/torchair/configs/compiler_config.py:74: UserWarning: The following config may not take effect or report error",
     "Unable to find image 'ghcr.io/huggingface/text-generation-inference:2.0.4' locally",
     "[53440.605199] knem: module verification failed: signature and/or required key missing - tainting kernel",
+    "All six faults on this host, from `/var/log/kern.log`. **Every one is `Xid 31` (MMU fault).**",
+    "[2022-04-12 09:34:52,472 W 74 97] (raylet) metric_exporter.cc:206: Export metrics to agent failed: GrpcUnknown",
     'INFO:     127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK',
     "[2025-08-02 06:06:21 TP2] Pyspy failed to dump PID 171. Error: /bin/dash: 1: py-spy: not found",
 ])
@@ -149,3 +154,8 @@ def test_the_hip_runtimes_trace_of_its_own_calls_is_no_failure() -> None:
     assert scan_text(":3:hip_error.cpp            :27  : 0893897962 us: [pid:110   tid:0x7f5f]  hipGetLastError (  ) \n"
                      ":3:hip_module.cpp           :679 : 0893897958 us: [pid:110   tid:0x7f5f] hipLaunchKernel: "
                      "Returned hipSuccess : \n") == []
+
+
+def test_a_paste_quoted_as_a_whole_is_read() -> None:
+    assert line_mark('"srun: error: c002: task 0: Killed') == ("crash", 5)
+    assert line_mark("[x] Receive: text='srun: error: c002: task 0: Killed'") is None

@@ -43,6 +43,8 @@ _ERROR_LEVELS = frozenset({"ERROR", "ERRO", "ERR", "FATAL", "FATA", "FTL", "CRIT
 # 21:02:44 x.py:84]", TensorFlow's "<date>: E path/x.cc:N]"): the generic layer reads its level
 # (and knows which E lines are noise), wherever the line's prefix put it
 _GLOG_RE = re.compile(r"(?:^|[\s\[:])([IWEFV])(?:\d{3,4} | \d\d-\d\d |\s)[\d:. -]*[\w./-]*\.(?:cc|cpp|h|py|c|cu|go):\d+\]")
+# spdlog as Ray's C++ processes print it: "[2022-04-12 13:46:39,948 C 74 74] (raylet) node_manager.cc:170: ..."
+_SPDLOG_RE = re.compile(r"\[\d{4}-\d\d-\d\d [\d:,.]+ ([IWECFD]) \d+ \d+\]")
 _GLOG_NOISE = ("Unable to register", "already been registered")  # TensorFlow's E lines on every import
 
 _TB_RE = re.compile(r"Traceback \(most recent call last\)")
@@ -59,7 +61,7 @@ _OVERRIDING = (r"|\bNCCL WARN\b|\bCQE error\b|\bWR_FLUSH_ERR\b|\bIBV_WC_(?!SUCCE
                # a death the process's supervisor reports at a warning level (Ray: "Raylet is terminated ...
                # Termination is unexpected"); a network link or port that is down (RDMA, NCCL's transport)
                r"|\b[Tt]ermination is unexpected\b|\b(?:terminated|exited|died|crashed) unexpectedly\b"
-               r"|\b(?:link|[Pp]ort)\b.{0,80}\bstate (?:is )?(?:DOWN|Down)\b")
+               r"|\b(?:link|[Pp]ort)\b.{0,80}\b(?:state|status) (?:is )?(?:DOWN|Down|down)\b")
 _OVERRIDING_RE = re.compile(_OVERRIDING[1:])
 # a server error answered to a request, in an access log or a structured field (whatever its level: access
 # logs are INFO, and the field may sit in a quoted list: "['http_status:500', 'http_method:POST']")
@@ -73,6 +75,8 @@ _COLLECTIVE_RE = re.compile(
     r"|\b\w+\+0x[0-9a-f]+/0x[0-9a-f]+\b"
     # an Ascend CANN error code anywhere ("Get_Socket_Timeout(EI0006): ..."); the kernel's warning or oops banner
     r"|\(E[A-Z0-9]\d{4}\)|\[ cut here \]"
+    # an Xid however the kernel's line was copied ("08-04 06:43:55 Xid 31 GPC1 ... FAULT_PDE")
+    r"|\bXid:? \(?\d+\b"
     # an error object in JSON
     r"|\"error\"\s*:\s*(?:\{|\"[^\"])"
     + _OVERRIDING)
@@ -82,6 +86,7 @@ _DEATH_RE = re.compile(
     r"|\b[Ee]xit (?:[Cc]ode|status)\s*[:=]?\s*-?[1-9]\d*\b|\bexitcode\s*:\s*-?[1-9]\d*\b"
     r"|\bcode=killed\b|\bstatus=\d+/(?:KILL|SEGV|ABRT|BUS|FAILURE)\b|\bpanicked at\b|\bpanic: "
     r"|\b(?:process|worker|actor|engine|scheduler|child)\b[^.]{0,40}\b(?:died|was killed|is dead)\b"
+    r"|\btask \d+: Killed\b|\bForce Terminated\b|\b(?:marked|is) as dead\b|\*\*\* StackTrace Information \*\*\*"
     r"|\b[Uu]nhandled exception\b|\b[Tt]ermination is unexpected\b|\b(?:terminated|exited|died|crashed) unexpectedly\b")
 # (a logger's or module's name is no mark: "uvicorn.error INFO ...")
 _SOFT_RE = re.compile(
@@ -98,14 +103,15 @@ _ADVICE_RE = re.compile(
     r"|cannot set terminal process group|no job control"
     r"|taint(?:s|ing) (?:the )?kernel|Unable to find image '[^']*' locally)")
 # a person's sentence around a paste ("I got this error:"), not a line a process printed
-_PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|Thanks)(?:\s|,|$)")
+# (or a markdown bold span: "**Every one is `Xid 31`**")
+_PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|Thanks)(?:\s|,|$)|\*\*\w[^*]*\*\*")
 _ZERO_RE = re.compile(r"(?i)\b0 (?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)\w*\s*[=:]\s*0\b")
 _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|messages=|input_ids)")
 _QUIET_EXC = ("KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit", "StopIteration",
               "StopAsyncIteration")
 # the marks' letters: a line without any is skipped without a regex
 _HINTS = ("rror", "RROR", "ERR", "rash", "+0x", "xpected", "nhandled", "DOWN", "Down", "cut here", "(E", "ouldn't",
-          "imes out", "❌", "✗", "✘", "💥", " 5", ":5", "=5", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
+          "imes out", "Xid", "Killed", "Terminated", "dead", "down", "StackTrace", "❌", "✗", "✘", "💥", " 5", ":5", "=5", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "OOMKilled", "BackOff",
           "exit", "Exit", "code=", "status=", "panic", "died", "killed", "dead", "ould not", "nable to",
           "bort", "imed out", "level", "severity", "Fault", "Exhausted", "error]", "fatal]")
@@ -129,8 +135,9 @@ def _level_of(line: str, m: re.Match[str]) -> str:
 
 
 def _quoted(line: str, pos: int) -> bool:
-    """The mark sits inside a quoted string (a logged prompt, a repr of a request)."""
-    head = line[:pos]
+    """The mark sits inside a quoted string (a logged prompt, a repr of a request); a quote that opens
+    the line is a paste quoted as a whole ('"srun: error: c002: task 0: Killed')."""
+    head = line[:pos].lstrip("\"'`")
     return head.count('"') % 2 == 1 or (head.count("'") % 2 == 1 and "'" in line[pos:])
 
 
@@ -164,9 +171,9 @@ def line_mark(line: str) -> tuple[str, int] | None:
             return None
     if any(n in s for n in NOT_A_FAILURE):
         return None  # the diagnostics of a failure another line reports
-    if "]" in s and (g := _GLOG_RE.search(s)) is not None:
+    if "]" in s and (g := _GLOG_RE.search(s) or _SPDLOG_RE.search(s)) is not None:
         # glog / absl / c10's own level, wherever the prefix put it
-        if g.group(1) in "EF" and not any(n in s for n in _GLOG_NOISE) and s[g.end():].strip():
+        if g.group(1) in "EFC" and not any(n in s for n in _GLOG_NOISE) and s[g.end():].strip():
             return "error", _RANK["glog"]
         return None
     if "5" in s and _HTTP_5XX_RE.search(s) and not _ADVICE_RE.search(s):
@@ -189,10 +196,10 @@ def line_mark(line: str) -> tuple[str, int] | None:
         name = m.group(1).rsplit(".", 1)[-1]
         if not name.endswith("Warning") and name not in _QUIET_EXC:
             return "error", _RANK["exception"]
-    if (m := _COLLECTIVE_RE.search(s)) is not None and not _harmless(s, m.start()):
-        return "error", _RANK["device"]
     if _PROSE_RE.search(s):
         return None
+    if (m := _COLLECTIVE_RE.search(s)) is not None and not _harmless(s, m.start()):
+        return "error", _RANK["device"]
     if level is not None and lvl is not None and _says_something(s, lvl) and not _harmless(s, lvl.start()):
         return "error", _RANK["level"]  # an error level, whatever format put it there
     if (m := _SOFT_RE.search(s)) is not None and not _harmless(s, m.start()):
