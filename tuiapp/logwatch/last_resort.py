@@ -42,7 +42,8 @@ _ERROR_LEVELS = frozenset({"ERROR", "ERRO", "ERR", "FATAL", "FATA", "FTL", "CRIT
 # glog/absl/c10's own format ("I0521 12:00:00.1 file.cc:N]", "[W516 12:46:57.4 x.cpp:N]", "E 08-31
 # 21:02:44 x.py:84]", TensorFlow's "<date>: E path/x.cc:N]"): the generic layer reads its level
 # (and knows which E lines are noise), wherever the line's prefix put it
-_GLOG_RE = re.compile(r"(?:^|[\s\[:])([IWEFV])(?:\d{3,4} | \d\d-\d\d |\s)[\d:. -]*[\w./-]*\.(?:cc|cpp|h|py|c|cu|go):\d+\]")
+_GLOG_RE = re.compile(r"(?:^|[\s\[:])([IWEFV])(?:\d{3,4} [\d:.]+|\s\d\d-\d\d [\d:.]+|)\s+(?:\d+\s+)?"
+                      r"[\w./-]+\.(?:cc|cpp|h|py|c|cu|go):\d+\]")
 # spdlog as Ray's C++ processes print it: "[2022-04-12 13:46:39,948 C 74 74] (raylet) node_manager.cc:170: ..."
 _SPDLOG_RE = re.compile(r"\[\d{4}-\d\d-\d\d [\d:,.]+ ([IWECFD]) \d+ \d+\]")
 _GLOG_NOISE = ("Unable to register", "already been registered")  # TensorFlow's E lines on every import
@@ -54,40 +55,79 @@ _FRAME_RE = re.compile(r"File \"[^\"]+\", line \d+, in \S")
 _EXC_RE = re.compile(
     r"(?<![\w.'\"])((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exhausted|Fault|Failure)"
     r"|(?:[a-z_][\w]*\.){2,}[A-Z][A-Za-z0-9]+)(?:\([\w.]*\))?:(?: \S|\s*$)")
+# Python's re tries every alternative at every position of a line, so a mark's alternatives are kept in
+# small patterns, each tried only when the line holds the text it needs (one pattern of them all cost
+# ~100 us on an ordinary NCCL INFO line).
+_Part = tuple[tuple[str, ...], "re.Pattern[str]"]
+
+
+def _parts(*pairs: tuple[tuple[str, ...], str]) -> list[_Part]:
+    return [(needs, re.compile(pattern)) for needs, pattern in pairs]
+
+
+def _first(parts: list[_Part], s: str) -> re.Match[str] | None:
+    for needs, rx in parts:
+        if any(n in s for n in needs) and (m := rx.search(s)) is not None:
+            return m
+    return None
+
+
+_DEVICES = ("NCCL", "RCCL", "HCCL", "Gloo", "NRT", "XLA", "HSA", "ROCm", "cuDNN", "CUBLAS", "cuBLAS", "CUDA", "Cuda",
+            "cuda", "HIP", "hip", "UR ", "SYCL", "nccl")
 # marks whatever level the line names: NCCL's WARN is its error level; an RDMA work completion that failed
-# (KV transfer engines log them at WARN and go on failing); a leak a check found
-_OVERRIDING = (r"|\bNCCL WARN\b|\bCQE error\b|\bWR_FLUSH_ERR\b|\bIBV_WC_(?!SUCCESS)[A-Z_]+\b|\bremote access error\b"
-               r"|\bleak(?:s|ed)? detected\b"
-               # a death the process's supervisor reports at a warning level (Ray: "Raylet is terminated ...
-               # Termination is unexpected"); a network link or port that is down (RDMA, NCCL's transport)
-               r"|\b[Tt]ermination is unexpected\b|\b(?:terminated|exited|died|crashed) unexpectedly\b"
-               r"|\b(?:link|[Pp]ort)\b.{0,80}\b(?:state|status) (?:is )?(?:DOWN|Down|down)\b")
-_OVERRIDING_RE = re.compile(_OVERRIDING[1:])
+# (KV transfer engines log them at WARN and go on failing); a leak a check found; a death the process's
+# supervisor reports at a warning level (Ray: "Raylet is terminated ... Termination is unexpected"); a
+# network link or port that is down (RDMA, NCCL's transport)
+_OVERRIDING = _parts(
+    (("NCCL WARN",), r"\bNCCL WARN\b"),
+    (("CQE", "WR_FLUSH", "IBV_WC", "remote access"),
+     r"\bCQE error\b|\bWR_FLUSH_ERR\b|\bIBV_WC_(?!SUCCESS)[A-Z_]+\b|\bremote access error\b"),
+    (("leak",), r"\bleak(?:s|ed)? detected\b"),
+    (("nexpected", "unexpectedly"),
+     r"\b[Tt]ermination is unexpected\b|\b(?:terminated|exited|died|crashed) unexpectedly\b"),
+    (("own", "OWN"), r"\b(?:link|[Pp]ort)\b.{0,80}\b(?:state|status) (?:is )?(?:DOWN|Down|down)\b"),
+)
 # a server error answered to a request, in an access log or a structured field (whatever its level: access
 # logs are INFO, and the field may sit in a quoted list: "['http_status:500', 'http_method:POST']")
-_HTTP_5XX_RE = re.compile(r"\b(?:http_status|status_code|status|response_code)[\"']?\s*[:=]\s*[\"']?5\d\d\b|HTTP/\d(?:\.\d)?\"? 5\d\d\b")
-_COLLECTIVE_RE = re.compile(
-    r"\bNCCL WARN\b|\b(?:NCCL|RCCL|HCCL|Gloo|NRT|NRTD|XLA|HSA|ROCm|cuDNN|CUBLAS|cuBLAS|CUDA|Cuda|cuda|HIP|hip|UR|SYCL)"
-    r"(?: \w+){0,2} (?:failure|error|Error|ERROR|failed)\b|\b(?:nccl|cuda|hip)Error\w+|\bnccl\w+Error\b"
+_HTTP_5XX_RE = re.compile(r"\b(?:http_status|status_code|status|response_code)[\"']?\s*[:=]\s*[\"']?5\d\d\b"
+                          r"|HTTP/\d(?:\.\d)?\"? 5\d\d\b")
+_DEVICE = _parts(
+    (_DEVICES, r"\b(?:NCCL|RCCL|HCCL|Gloo|NRT|NRTD|XLA|HSA|ROCm|cuDNN|CUBLAS|cuBLAS|CUDA|Cuda|cuda|HIP|hip|UR|SYCL)"
+               r"(?: \w+){0,2} (?:failure|error|Error|ERROR|failed)\b|\b(?:nccl|cuda|hip)Error\w+|\bnccl\w+Error\b"),
     # a runtime's status code ("UR_RESULT_ERROR_OUT_OF_RESOURCES", "CUBLAS_STATUS_EXECUTION_FAILED", "CUDA_ERROR_NO_DEVICE")
-    r"|\b[A-Z][A-Z0-9]*_(?:RESULT_)?(?:ERROR|ERR)_[A-Z0-9_]+\b|\b[A-Z][A-Z0-9]*_STATUS_(?!SUCCESS)[A-Z_]+\b"
+    (("_ERR", "_STATUS_"), r"\b[A-Z][A-Z0-9]*_(?:RESULT_)?(?:ERROR|ERR)_[A-Z0-9_]+\b|\b[A-Z][A-Z0-9]*_STATUS_(?!SUCCESS)[A-Z_]+\b"),
     # a kernel backtrace's frame ("_nv013207rm+0x2c5/0x5b0 [nvidia]"): the kernel prints them on an oops or a BUG
-    r"|\b\w+\+0x[0-9a-f]+/0x[0-9a-f]+\b"
+    (("+0x",), r"\b\w+\+0x[0-9a-f]+/0x[0-9a-f]+\b"),
     # an Ascend CANN error code anywhere ("Get_Socket_Timeout(EI0006): ..."); the kernel's warning or oops banner
-    r"|\(E[A-Z0-9]\d{4}\)|\[ cut here \]"
+    (("(E", "cut here"), r"\(E[A-Z0-9]\d{4}\)|\[ cut here \]"),
     # an Xid however the kernel's line was copied ("08-04 06:43:55 Xid 31 GPC1 ... FAULT_PDE")
-    r"|\bXid:? \(?\d+\b"
+    (("Xid",), r"\bXid:? \(?\d+\b"),
     # an error object in JSON
-    r"|\"error\"\s*:\s*(?:\{|\"[^\"])"
-    + _OVERRIDING)
-_DEATH_RE = re.compile(
-    r"\bSegmentation fault\b|\bcore dumped\b|\bSIG(?:SEGV|ABRT|BUS|KILL|FPE|ILL)\b|\bsignal (?:6|9|11)\b"
-    r"|\bOOMKilled\b|\bCrashLoopBackOff\b|\bexited with (?:code|status) -?[1-9]\d*\b"
-    r"|\b[Ee]xit (?:[Cc]ode|status)\s*[:=]?\s*-?[1-9]\d*\b|\bexitcode\s*:\s*-?[1-9]\d*\b"
-    r"|\bcode=killed\b|\bstatus=\d+/(?:KILL|SEGV|ABRT|BUS|FAILURE)\b|\bpanicked at\b|\bpanic: "
-    r"|\b(?:process|worker|actor|engine|scheduler|child)\b[^.]{0,40}\b(?:died|was killed|is dead)\b"
-    r"|\btask \d+: Killed\b|\bForce Terminated\b|\b(?:marked|is) as dead\b|\*\*\* StackTrace Information \*\*\*"
-    r"|\b[Uu]nhandled exception\b|\b[Tt]ermination is unexpected\b|\b(?:terminated|exited|died|crashed) unexpectedly\b")
+    (('"error"',), r"\"error\"\s*:\s*(?:\{|\"[^\"])"),
+) + _OVERRIDING
+_DEATH = _parts(
+    (("Segmentation fault", "core dumped"), r"\bSegmentation fault\b|\bcore dumped\b"),
+    (("SIG",), r"\bSIG(?:SEGV|ABRT|BUS|KILL|FPE|ILL)\b"),
+    (("signal ",), r"\bsignal (?:6|9|11)\b"),
+    (("OOMKilled", "CrashLoopBackOff"), r"\bOOMKilled\b|\bCrashLoopBackOff\b"),
+    (("xit",), r"\bexited with (?:code|status) -?[1-9]\d*\b|\b[Ee]xit (?:[Cc]ode|status)\s*[:=]?\s*-?[1-9]\d*\b"
+               r"|\bexitcode\s*:\s*-?[1-9]\d*\b"),
+    (("code=", "status="), r"\bcode=killed\b|\bstatus=\d+/(?:KILL|SEGV|ABRT|BUS|FAILURE)\b"),
+    (("panic",), r"\bpanicked at\b|\bpanic: "),
+    (("died", "killed", "dead"),
+     r"\b(?:process|worker|actor|engine|scheduler|child)\b[^.]{0,40}\b(?:died|was killed|is dead)\b"
+     r"|\b(?:marked|is) as dead\b"),
+    (("Killed", "Terminated", "StackTrace", "nhandled", "nexpected", "unexpectedly"),
+     r"\btask \d+: Killed\b|\bForce Terminated\b|\*\*\* StackTrace Information \*\*\*|\b[Uu]nhandled exception\b"
+     r"|\b[Tt]ermination is unexpected\b|\b(?:terminated|exited|died|crashed) unexpectedly\b"),
+)
+_LEVEL_NEEDS = ("ERR", "FATA", "FTL", "CRIT", "EMERG", "PANIC", "SEVERE", "INF", "WARN", "WRN", "DEBUG", "DBG", "TRACE",
+                "TRC", "NOTICE", "VERBOSE", "error", "fatal", "critical", "info", "warn", "debug", "notice", "trace",
+                "level", "lvl", "severity", "Warning")
+_SOFT_NEEDS = ("ail", "AIL", "rror", "atal", "ould", "nable to", "bort", "imed out", "imes out", "rash", "❌", "✗",
+               "✘", "💥")
+_EXC_NEEDS = ("Error", "Exception", "Exhausted", "Fault", "Failure", ".")
+_GLOG_NEEDS = (".cc:", ".cpp:", ".h:", ".py:", ".c:", ".cu:", ".go:")
 # (a logger's or module's name is no mark: "uvicorn.error INFO ...")
 _SOFT_RE = re.compile(
     r"(?<![\w.])(?:[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Ee]rror|[Ff]atal|[Cc]ould not|[Cc]ouldn't|[Uu]nable to"
@@ -171,40 +211,41 @@ def line_mark(line: str) -> tuple[str, int] | None:
             return None
     if any(n in s for n in NOT_A_FAILURE):
         return None  # the diagnostics of a failure another line reports
-    if "]" in s and (g := _GLOG_RE.search(s) or _SPDLOG_RE.search(s)) is not None:
+    if "]" in s and any(n in s for n in _GLOG_NEEDS) and (g := _GLOG_RE.search(s) or _SPDLOG_RE.search(s)):
         # glog / absl / c10's own level, wherever the prefix put it
         if g.group(1) in "EFC" and not any(n in s for n in _GLOG_NOISE) and s[g.end():].strip():
             return "error", _RANK["glog"]
         return None
-    if "5" in s and _HTTP_5XX_RE.search(s) and not _ADVICE_RE.search(s):
+    if ("status" in s or "HTTP/" in s) and _HTTP_5XX_RE.search(s) and not _ADVICE_RE.search(s):
         return "error", _RANK["device"]
-    lvl = _LEVEL_TOKEN_RE.search(s)
+    lvl = _LEVEL_TOKEN_RE.search(s) if any(n in s for n in _LEVEL_NEEDS) else None
     level = None if lvl is None else (_level_of(s, lvl) or None)
-    if level is not None and level not in _ERROR_LEVELS and not (
-            ("NCCL WARN" in s or "rror" in s or "ERR" in s or "leak" in s or "xpected" in s or "own" in s
-             or "OWN" in s) and _OVERRIDING_RE.search(s)):
+    if lvl is not None and level is not None and level not in _ERROR_LEVELS and _first(_OVERRIDING, s) is None:
         # a lower level governs what follows it: only a mark before it (a line glued to another) counts
         s = s[:lvl.start()]
         level = None
         if not s.strip():
             return None
-    if (m := _DEATH_RE.search(s)) is not None and not _harmless(s, m.start()):
+    if (m := _first(_DEATH, s)) is not None and not _harmless(s, m.start()):
         return "crash", _RANK["death"]
-    if (m := _TB_RE.search(s)) is not None and not _quoted(s, m.start()):
+    if "Traceback" in s and (m := _TB_RE.search(s)) is not None and not _quoted(s, m.start()):
         return "error", _RANK["traceback"]
-    if (m := _EXC_RE.search(s)) is not None and not _harmless(s, m.start()):
+    if ":" in s and any(n in s for n in _EXC_NEEDS) and (m := _EXC_RE.search(s)) is not None and not _harmless(
+            s, m.start()):
         name = m.group(1).rsplit(".", 1)[-1]
         if not name.endswith("Warning") and name not in _QUIET_EXC:
             return "error", _RANK["exception"]
-    if _PROSE_RE.search(s):
+    if (m := _first(_DEVICE, s)) is not None:
+        at, rank = m.start(), _RANK["device"]
+    elif level is not None and lvl is not None and _says_something(s, lvl):
+        at, rank = lvl.start(), _RANK["level"]  # an error level, whatever format put it there
+    elif any(n in s for n in _SOFT_NEEDS) and (m := _SOFT_RE.search(s)) is not None:
+        at, rank = m.start(), _RANK["soft"]
+    else:
         return None
-    if (m := _COLLECTIVE_RE.search(s)) is not None and not _harmless(s, m.start()):
-        return "error", _RANK["device"]
-    if level is not None and lvl is not None and _says_something(s, lvl) and not _harmless(s, lvl.start()):
-        return "error", _RANK["level"]  # an error level, whatever format put it there
-    if (m := _SOFT_RE.search(s)) is not None and not _harmless(s, m.start()):
-        return "error", _RANK["soft"]
-    return None
+    if _PROSE_RE.search(s) or _harmless(s, at):
+        return None
+    return "error", rank
 
 
 def last_resort(body: list[str]) -> tuple[str, int] | None:
