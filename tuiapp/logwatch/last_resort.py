@@ -67,8 +67,46 @@ def _parts(*pairs: tuple[tuple[str, ...], str]) -> list[_Part]:
 
 def _first(parts: list[_Part], s: str) -> re.Match[str] | None:
     for needs, rx in parts:
-        if any(n in s for n in needs) and (m := rx.search(s)) is not None:
-            return m
+        for n in needs:
+            if n in s:
+                if (m := rx.search(s)) is not None:
+                    return m
+                break
+    return None
+
+
+def _earliest(s: str, needs: tuple[str, ...]) -> int:
+    """Where a pattern's search may start in ``s``: the character before the word that holds the first
+    of ``needs`` ("UserWarning" for "Warning"); -1 when none is there."""
+    at = -1
+    for n in needs:
+        i = s.find(n)
+        if i >= 0 and (at < 0 or i < at):
+            at = i
+    if at < 0:
+        return -1
+    while at > 0 and (s[at - 1].isalnum() or s[at - 1] == "_"):
+        at -= 1
+    return max(at - 1, 0)
+
+
+# the word before a colon, as an exception line names its class: "x.y.SomeError", any CamelCase class
+# behind a dotted module path ("torch._dynamo.exc.FailOnRecompileLimitHit")
+_EXC_NAME_RE = re.compile(r"((?:[a-z_]\w*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exhausted|Fault|Failure)"
+                          r"|(?:[a-z_]\w*\.){2,}[A-Z][A-Za-z0-9]+)(?:\([\w.]*\))?")
+_COLON_RE = re.compile(r":(?: \S|\s*$)")
+
+
+def _exception(s: str) -> tuple[str, int] | None:
+    """(class name, where it starts) of an exception line in ``s``, wherever the prefix put it."""
+    for c in _COLON_RE.finditer(s):
+        head = s[:c.start()]
+        word = head.rsplit(None, 1)[-1] if head.strip() else ""
+        start = c.start() - len(word)
+        word = word.lstrip("[(<|>")
+        start = c.start() - len(word)
+        if word and (m := _EXC_NAME_RE.fullmatch(word)) is not None and (start == 0 or s[start - 1] not in "'\"."):
+            return m.group(1), start
     return None
 
 
@@ -126,7 +164,6 @@ _LEVEL_NEEDS = ("ERR", "FATA", "FTL", "CRIT", "EMERG", "PANIC", "SEVERE", "INF",
                 "level", "lvl", "severity", "Warning")
 _SOFT_NEEDS = ("ail", "AIL", "rror", "atal", "ould", "nable to", "bort", "imed out", "imes out", "rash", "❌", "✗",
                "✘", "💥")
-_EXC_NEEDS = ("Error", "Exception", "Exhausted", "Fault", "Failure", ".")
 _GLOG_NEEDS = (".cc:", ".cpp:", ".h:", ".py:", ".c:", ".cu:", ".go:")
 # (a logger's or module's name is no mark: "uvicorn.error INFO ...")
 _SOFT_RE = re.compile(
@@ -218,7 +255,8 @@ def line_mark(line: str) -> tuple[str, int] | None:
         return None
     if ("status" in s or "HTTP/" in s) and _HTTP_5XX_RE.search(s) and not _ADVICE_RE.search(s):
         return "error", _RANK["device"]
-    lvl = _LEVEL_TOKEN_RE.search(s) if any(n in s for n in _LEVEL_NEEDS) else None
+    at = _earliest(s, _LEVEL_NEEDS)
+    lvl = _LEVEL_TOKEN_RE.search(s, at) if at >= 0 else None
     level = None if lvl is None else (_level_of(s, lvl) or None)
     if lvl is not None and level is not None and level not in _ERROR_LEVELS and _first(_OVERRIDING, s) is None:
         # a lower level governs what follows it: only a mark before it (a line glued to another) counts
@@ -230,16 +268,15 @@ def line_mark(line: str) -> tuple[str, int] | None:
         return "crash", _RANK["death"]
     if "Traceback" in s and (m := _TB_RE.search(s)) is not None and not _quoted(s, m.start()):
         return "error", _RANK["traceback"]
-    if ":" in s and any(n in s for n in _EXC_NEEDS) and (m := _EXC_RE.search(s)) is not None and not _harmless(
-            s, m.start()):
-        name = m.group(1).rsplit(".", 1)[-1]
+    if ":" in s and (e := _exception(s)) is not None and not _harmless(s, e[1]):
+        name = e[0].rsplit(".", 1)[-1]
         if not name.endswith("Warning") and name not in _QUIET_EXC:
             return "error", _RANK["exception"]
     if (m := _first(_DEVICE, s)) is not None:
         at, rank = m.start(), _RANK["device"]
     elif level is not None and lvl is not None and _says_something(s, lvl):
         at, rank = lvl.start(), _RANK["level"]  # an error level, whatever format put it there
-    elif any(n in s for n in _SOFT_NEEDS) and (m := _SOFT_RE.search(s)) is not None:
+    elif (soft_at := _earliest(s, _SOFT_NEEDS)) >= 0 and (m := _SOFT_RE.search(s, soft_at)) is not None:
         at, rank = m.start(), _RANK["soft"]
     else:
         return None
