@@ -57,6 +57,12 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("[2022-04-12 13:46:39,948 C 74 74] (raylet) node_manager.cc:170: This node has beem marked as dead.", "error"),
     ("[  131.479939] internet: link status down for interface eno4, disabling it in 200 ms", "error"),
     ("08-04 06:43:55 Xid 31 GPC1 GPCCLIENT_T1_9  @ 0xede3_7fa00000  FAULT_PDE ACCESS_TYPE_VIRT_READ", "error"),
+    ("syslog:err   : 2025-05-27T04:18:56,089671+00:00 NVRM: Xid (PCI:0000:04:00): 79, GPU has fallen off the bus",
+     "error"),
+    # out of memory on any device, and the kernel's OOM killer (advice does not silence it: torch's says "try")
+    ("【BUG】：RuntimeError: NPU out of memory. Tried to allocate 3.47 GiB. If reserved memory is >> allocated "
+     "memory try setting max_split_size_mb", "oom"),
+    ("kernel: [  518.050606] Out of memory: Killed process 15784 (python3) total-vm:11964kB", "oom"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -87,6 +93,8 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     # a logger's name, PyTorch's collect_env, an access log that answered
     "2023-07-20 15:35:42.578 12 uvicorn.error INFO [serve():84] Started server process [12]",
     "Clang version: Could not collect",
+    "Failed requests:                         0          <<<<<<< New line",
+    "The mem_fraction_static is too large for this GPU; out of memory errors are likely. Try --mem-fraction-static=0.7.",
     # a Python warning, whatever its text says; docker about to pull; an unsigned kernel module
     "/x/torchair/configs/compiler_config.py:74: UserWarning: The following config may not take effect or report error",
     "Unable to find image 'ghcr.io/huggingface/text-generation-inference:2.0.4' locally",

@@ -218,6 +218,7 @@ _FINAL_RULE = Rule("error", EXC_RE, prio=PRIORITY.index("error"))
 # the generic layer (generic.py, catalogue.py): what no family knows is an error or a death
 _GENERIC_RULE = Rule("error", re.compile(""), prio=PRIORITY.index("error"))
 _GENERIC_DEATH_RULE = Rule("crash", re.compile(""), signature="crash", prio=_CRASH, specific=2)
+_LAST_OOM_RULE = Rule("oom", re.compile(""), prio=PRIORITY.index("oom"))
 _NOT_A_FAILURE = ("WARNING", "Warning", "WARN", "INFO", "DEBUG", "NOTICE", "TRACE")
 _FRAME = '  File "'
 _C10_COLLECTIVE = " ProcessGroup"
@@ -537,7 +538,7 @@ def _last_resort(body: list[str]) -> tuple[float, Rule, int, str] | None:
     found = last_resort(body)
     if found is None:
         return None
-    rule = _GENERIC_DEATH_RULE if found[0] == "crash" else _GENERIC_RULE
+    rule = _GENERIC_DEATH_RULE if found[0] == "crash" else _LAST_OOM_RULE if found[0] == "oom" else _GENERIC_RULE
     line = body[found[1]].strip()
     return None if _CLIENT_ERROR_RE.match(line) else (rule.prio, rule, found[1], line)
 

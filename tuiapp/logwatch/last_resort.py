@@ -20,7 +20,8 @@ line, and then for what makes such a line harmless:
   advice (``can be ignored``, ``if you see``, ``retrying``), counts of nothing (``0 failed``,
   ``errors: 0``), a warning class, an exception that only means "stopped" (KeyboardInterrupt).
 
-Deaths are ``crash``; the rest ``error``. The message is the decisive line as printed.
+Deaths are ``crash``, running out of memory (any device's, or the kernel's OOM killer) ``oom``; the
+rest ``error``. The message is the decisive line as printed.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ _SPDLOG_RE = re.compile(r"\[\d{4}-\d\d-\d\d [\d:,.]+ ([IWECFD]) \d+ \d+\]")
 _GLOG_NOISE = ("Unable to register", "already been registered")  # TensorFlow's E lines on every import
 
 _TB_RE = re.compile(r"Traceback \(most recent call last\)")
+_OOM_ADVICE_RE = re.compile(r"\b(?:are|is) likely\b|\bmay (?:occur|happen)\b|\bto avoid\b|\bcan be ignored\b")
+_OOM_RE = re.compile(r"\b(?:[Oo]ut of memory|OUT OF MEMORY|OutOfMemory\w*|OOM[- ]?[Kk]ill\w*)\b")
 _FRAME_RE = re.compile(r"File \"[^\"]+\", line \d+, in \S")
 # an exception line: a CamelCase class ending in Error/Exception (a dotted module path may come
 # first), or any CamelCase class behind a dotted module path ("torch._dynamo.exc.FailOnRecompileLimitHit:")
@@ -100,14 +103,16 @@ _COLON_RE = re.compile(r":(?: \S|\s*$)")
 def _exception(s: str) -> tuple[str, int] | None:
     """(class name, where it starts) of an exception line in ``s``, wherever the prefix put it."""
     for c in _COLON_RE.finditer(s):
-        head = s[:c.start()]
-        word = head.rsplit(None, 1)[-1] if head.strip() else ""
-        start = c.start() - len(word)
-        word = word.lstrip("[(<|>")
-        start = c.start() - len(word)
-        if word and (m := _EXC_NAME_RE.fullmatch(word)) is not None and (start == 0 or s[start - 1] not in "'\"."):
+        w = _WORD_END_RE.search(s, max(0, c.start() - 160), c.start())
+        if w is None:
+            continue
+        start = w.start()
+        if (m := _EXC_NAME_RE.fullmatch(w.group())) is not None and (start == 0 or s[start - 1] not in "'\"."):
             return m.group(1), start
     return None
+
+
+_WORD_END_RE = re.compile(r"[\w.]+(?:\([\w.]*\))?$")
 
 
 _DEVICES = ("NCCL", "RCCL", "HCCL", "Gloo", "NRT", "XLA", "HSA", "ROCm", "cuDNN", "CUBLAS", "cuBLAS", "CUDA", "Cuda",
@@ -139,7 +144,7 @@ _DEVICE = _parts(
     # an Ascend CANN error code anywhere ("Get_Socket_Timeout(EI0006): ..."); the kernel's warning or oops banner
     (("(E", "cut here"), r"\(E[A-Z0-9]\d{4}\)|\[ cut here \]"),
     # an Xid however the kernel's line was copied ("08-04 06:43:55 Xid 31 GPC1 ... FAULT_PDE")
-    (("Xid",), r"\bXid:? \(?\d+\b"),
+    (("Xid", "fallen off"), r"\bXid(?: \(PCI:[\w:.]+\))?:? \(?\d+\b|\bfallen off the bus\b"),
     # an error object in JSON
     (('"error"',), r"\"error\"\s*:\s*(?:\{|\"[^\"])"),
 ) + _OVERRIDING
@@ -175,6 +180,7 @@ _ADVICE_RE = re.compile(
     r"|please|retry(?:ing)?\b|will retry|retrying|deprecat|no errors?\b|without (?:an )?errors?|not an error"
     r"|succe(?:ss|ssful|eded)|falling back|fallback|error[_ ]?rate|(?:as|is|was) expected|skipping|this warning"
     r"|silence|not available|command not found|not installed|Could not collect|using (?:the )?default|defaulting"
+    r"|\b(?:are|is) likely\b|\bmay (?:occur|happen)\b"
     # a kernel module without a signature (loads anyway); docker about to pull an image it lacks; a shell
     # started without a terminal
     r"|cannot set terminal process group|no job control"
@@ -182,12 +188,12 @@ _ADVICE_RE = re.compile(
 # a person's sentence around a paste ("I got this error:"), not a line a process printed
 # (or a markdown bold span: "**Every one is `Xid 31`**")
 _PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|Thanks)(?:\s|,|$)|\*\*\w[^*]*\*\*")
-_ZERO_RE = re.compile(r"(?i)\b0 (?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)\w*\s*[=:]\s*0\b")
+_ZERO_RE = re.compile(r"(?i)\b0 (?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)(?:\s+\w+){0,2}\s*[=:]\s*0\b")
 _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|messages=|input_ids)")
 _QUIET_EXC = ("KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit", "StopIteration",
               "StopAsyncIteration")
 # the marks' letters: a line without any is skipped without a regex
-_HINTS = ("rror", "RROR", "ERR", "rash", "+0x", "xpected", "nhandled", "DOWN", "Down", "cut here", "(E", "ouldn't",
+_HINTS = ("rror", "RROR", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "DOWN", "Down", "cut here", "(E", "ouldn't",
           "imes out", "Xid", "Killed", "Terminated", "dead", "down", "StackTrace", "❌", "✗", "✘", "💥", " 5", ":5", "=5", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "OOMKilled", "BackOff",
           "exit", "Exit", "code=", "status=", "panic", "died", "killed", "dead", "ould not", "nable to",
@@ -235,7 +241,7 @@ _RANK = {"death": 5, "traceback": 4, "exception": 4, "device": 3, "glog": 3, "le
 
 
 def line_mark(line: str) -> tuple[str, int] | None:
-    """("crash" or "error", how much it says) for one line, wherever in it the mark sits."""
+    """("crash", "oom" or "error", how much it says) for one line, wherever in it the mark sits."""
     if not any(h in line for h in _HINTS):
         return None
     s = line.strip()
@@ -266,6 +272,10 @@ def line_mark(line: str) -> tuple[str, int] | None:
             return None
     if (m := _first(_DEATH, s)) is not None and not _harmless(s, m.start()):
         return "crash", _RANK["death"]
+    if ("emory" in s or "OOM" in s) and (m := _OOM_RE.search(s)) is not None and not (
+            _quoted(s, m.start()) or _OOM_ADVICE_RE.search(s)):
+        # (advice does not make it harmless: torch's own OOM message ends "try setting max_split_size_mb")
+        return "oom", _RANK["death"]  # any device's, or the kernel's OOM killer ("Out of memory: Killed process")
     if "Traceback" in s and (m := _TB_RE.search(s)) is not None and not _quoted(s, m.start()):
         return "error", _RANK["traceback"]
     if ":" in s and (e := _exception(s)) is not None and not _harmless(s, e[1]):
