@@ -32,3 +32,14 @@ class Sink:
     @property
     def notes(self) -> list[str]:
         return [e.text for e in self.events if isinstance(e, Note)]
+
+
+def scan_text(text: str) -> list[dict]:
+    """The incidents a watcher finds in ``text`` read at once, as logscan's summary lists them."""
+    from tuiapp.logwatch.watcher import LogWatcher
+
+    sink = Sink()
+    w = LogWatcher(sink, log_lines=False)
+    w.feed(text.encode(), now_s=0.0)
+    w.flush(now_s=0.0)
+    return w.summary()["incidents"]

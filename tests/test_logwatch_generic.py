@@ -11,13 +11,12 @@ import zipfile
 from pathlib import Path
 
 import pytest
-from logwatch_helpers import Sink
+from logwatch_helpers import scan_text
 
 from tuiapp.commands.logscan import scan_file
 from tuiapp.logwatch.catalogue import known_error
 from tuiapp.logwatch.classify import classify
 from tuiapp.logwatch.envelope import EnvelopeDetector
-from tuiapp.logwatch.watcher import LogWatcher
 
 DATA = Path(__file__).parent / "data"
 ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4", DATA / "logs_oos5",
@@ -76,14 +75,6 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def labels(log: Path) -> dict:
     return json.loads(log.with_name(log.name[:-4] + ".labels.json").read_text())
-
-
-def scan_text(text: str) -> list[dict]:
-    sink = Sink()
-    w = LogWatcher(sink, log_lines=False)
-    w.feed(text.encode(), now_s=0.0)
-    w.flush(now_s=0.0)
-    return w.summary()["incidents"]
 
 
 # ------------------------------------------------------------------ the labelled rounds

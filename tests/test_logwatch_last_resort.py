@@ -4,19 +4,9 @@ makes such a line harmless (tuiapp/logwatch/last_resort.py)."""
 from __future__ import annotations
 
 import pytest
-from logwatch_helpers import Sink
+from logwatch_helpers import scan_text
 
 from tuiapp.logwatch.last_resort import last_resort, line_mark
-from tuiapp.logwatch.watcher import LogWatcher
-
-
-def scan_text(text: str) -> list[dict]:
-    sink = Sink()
-    w = LogWatcher(sink, log_lines=False)
-    w.feed(text.encode(), now_s=0.0)
-    w.flush(now_s=0.0)
-    return w.summary()["incidents"]
-
 
 # prefixes no envelope knows (a job runner's tag and time, a viewer's line number, a relay's tag)
 _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 2024-05-11 14:10:52.227 "]
