@@ -13,6 +13,7 @@ shows up in an Alert. Latency = alert on the bus - record written, per (incident
 
     .venv/bin/python benchmarks/alert_latency.py [--mode file|pipe|log|log-cmd] [--rate 10000] [--seconds 10]
     .venv/bin/python benchmarks/alert_latency.py --capacity 200000   # the watcher alone, flat out
+    .venv/bin/python benchmarks/alert_latency.py --corpus 2          # the same over tests/data's real logs
 """
 
 from __future__ import annotations
@@ -274,6 +275,26 @@ def capacity(lines: int, seed: int) -> dict:
     return {"lines": w.lines, "seconds": round(dt, 3), "lines_per_s": round(w.lines / dt), "mb_per_s": round(len(data) / dt / 1e6, 1)}
 
 
+def corpus_capacity(times: int) -> dict:
+    """The watcher alone over the real logs under tests/data (every labelled corpus, failure-dense:
+    the lines that reach the generic and last-resort layers), ``times`` over."""
+    from tuiapp.bus import EventBus
+    from tuiapp.logwatch.watcher import LogWatcher
+
+    root = Path(__file__).resolve().parent.parent / "tests" / "data"
+    data = b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in sorted(root.glob("logs*/*.log"))) * times
+    bus = EventBus()
+    sub = bus.subscribe("bench", maxlen=10_000)
+    w = LogWatcher(bus.publish)
+    t0 = time.perf_counter()
+    for i in range(0, len(data), 1 << 16):
+        w.feed(data[i:i + (1 << 16)])
+        sub.drain()
+    w.flush()
+    dt = time.perf_counter() - t0
+    return {"lines": w.lines, "seconds": round(dt, 3), "lines_per_s": round(w.lines / dt), "mb_per_s": round(len(data) / dt / 1e6, 1)}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--mode", choices=["file", "pipe", "log", "log-cmd"], default="file")
@@ -283,14 +304,16 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", action="store_true", help="print the figures as JSON")
     ap.add_argument("--capacity", type=int, metavar="LINES", help="instead: time the watcher alone over LINES lines")
+    ap.add_argument("--corpus", type=int, metavar="TIMES",
+                    help="instead: time the watcher alone over the real logs under tests/data, TIMES over")
     ap.add_argument("--writer", help=argparse.SUPPRESS)
     ap.add_argument("--notes", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.writer is not None:
         writer(args.writer, args.notes, args.rate, args.seconds, args.incidents_per_s, args.seed)
         return 0
-    if args.capacity:
-        c = capacity(args.capacity, args.seed)
+    if args.capacity or args.corpus:
+        c = capacity(args.capacity, args.seed) if args.capacity else corpus_capacity(args.corpus)
         print(json.dumps(c) if args.json else
               f"watcher alone: {c['lines']} lines in {c['seconds']} s = {c['lines_per_s']} lines/s ({c['mb_per_s']} MB/s)")
         return 0

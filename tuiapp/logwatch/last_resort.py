@@ -103,16 +103,16 @@ _COLON_RE = re.compile(r":(?: \S|\s*$)")
 def _exception(s: str) -> tuple[str, int] | None:
     """(class name, where it starts) of an exception line in ``s``, wherever the prefix put it."""
     for c in _COLON_RE.finditer(s):
-        w = _WORD_END_RE.search(s, max(0, c.start() - 160), c.start())
-        if w is None:
-            continue
-        start = w.start()
-        if (m := _EXC_NAME_RE.fullmatch(w.group())) is not None and (start == 0 or s[start - 1] not in "'\"."):
+        end = c.start()
+        if end and s[end - 1] == ")":  # "RayTaskError(OutOfMemoryError):"
+            end = s.rfind("(", 0, end)
+        start = end
+        while start > 0 and (s[start - 1].isalnum() or s[start - 1] in "._"):  # (a loop: a pattern
+            start -= 1  # anchored at the colon scanned every position before it)
+        if start < end and (m := _EXC_NAME_RE.fullmatch(s, start, c.start())) is not None and (
+                start == 0 or s[start - 1] not in "'\""):
             return m.group(1), start
     return None
-
-
-_WORD_END_RE = re.compile(r"[\w.]+(?:\([\w.]*\))?$")
 
 
 _DEVICES = ("NCCL", "RCCL", "HCCL", "Gloo", "NRT", "XLA", "HSA", "ROCm", "cuDNN", "CUBLAS", "cuBLAS", "CUDA", "Cuda",

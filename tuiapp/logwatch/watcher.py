@@ -93,6 +93,8 @@ _NVSHMEM_RE = re.compile(NVSHMEM_SOURCE_LINE)
 _GLUED_RE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 _ACCESS_LOG = "INFO:     "  # uvicorn's access log: one line per request
 _HTTP_500 = '" 500 '  # ...a failure only when the server answered 500
+# SGLang's --log-requests lines: the request as the client sent it, and its output
+_REQUEST_ECHOES = ("Receive: obj=", "Finish: obj=")
 _SHUTDOWN_RE = re.compile(r"SIGTERM received\b|Received SIGTERM\b")
 _WARN_RE = re.compile(
     r"(?:WARNING|Warning|WARN)\b|\S+\.py:\d+: \w*Warning: |Setup Custom allreduce failed"
@@ -555,6 +557,8 @@ class LogWatcher:
             # Validated, not model_construct: pydantic's construct is pure Python, ~5x slower
             # than its compiled validator on this hot path (~23 us against ~5 us an event).
             self._publish(ServerStats(t_s=time.time(), source=source, dp_rank=rec.dp, **fields))
+        elif msg.startswith(_REQUEST_ECHOES):
+            rec.extra["stats"] = True  # a request the server logged (--log-requests) is the client's text: not classified
         elif msg.startswith(READY_TEXT):
             self.ready = True
             if self._ready_events:
