@@ -252,8 +252,6 @@ async def measure(args: argparse.Namespace) -> dict:
 
 def capacity(lines: int, seed: int) -> dict:
     """How many lines/s one watcher digests when it never waits for the writer."""
-    from tuiapp.bus import EventBus
-    from tuiapp.logwatch.watcher import LogWatcher
 
     rng = random.Random(seed)
     t = time.time()
@@ -262,27 +260,22 @@ def capacity(lines: int, seed: int) -> dict:
         parts.append(normal_line(rng, t, i))
         if i % 1000 == 999:
             parts.append(failure_record(t, rng.randrange(8), FAILURES[i % len(FAILURES)].format(tag=tag_of(i))))
-    data = "".join(parts).encode()
-    bus = EventBus()
-    sub = bus.subscribe("bench", maxlen=10_000)
-    w = LogWatcher(bus.publish)
-    t0 = time.perf_counter()
-    for i in range(0, len(data), 1 << 16):
-        w.feed(data[i:i + (1 << 16)])
-        sub.drain()
-    w.flush()
-    dt = time.perf_counter() - t0
-    return {"lines": w.lines, "seconds": round(dt, 3), "lines_per_s": round(w.lines / dt), "mb_per_s": round(len(data) / dt / 1e6, 1)}
+    return watcher_alone("".join(parts).encode())
 
 
 def corpus_capacity(times: int) -> dict:
     """The watcher alone over the real logs under tests/data (every labelled corpus, failure-dense:
     the lines that reach the generic and last-resort layers), ``times`` over."""
+
+    root = Path(__file__).resolve().parent.parent / "tests" / "data"
+    return watcher_alone(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in sorted(root.glob("logs*/*.log"))) * times)
+
+
+def watcher_alone(data: bytes) -> dict:
+    """Lines a second one watcher digests when it never waits for a writer."""
     from tuiapp.bus import EventBus
     from tuiapp.logwatch.watcher import LogWatcher
 
-    root = Path(__file__).resolve().parent.parent / "tests" / "data"
-    data = b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in sorted(root.glob("logs*/*.log"))) * times
     bus = EventBus()
     sub = bus.subscribe("bench", maxlen=10_000)
     w = LogWatcher(bus.publish)

@@ -53,11 +53,6 @@ _TB_RE = re.compile(r"Traceback \(most recent call last\)")
 _OOM_ADVICE_RE = re.compile(r"\b(?:are|is) likely\b|\bmay (?:occur|happen)\b|\bto avoid\b|\bcan be ignored\b")
 _OOM_RE = re.compile(r"\b(?:[Oo]ut of memory|OUT OF MEMORY|OutOfMemory\w*|OOM[- ]?[Kk]ill\w*)\b")
 _FRAME_RE = re.compile(r"File \"[^\"]+\", line \d+, in \S")
-# an exception line: a CamelCase class ending in Error/Exception (a dotted module path may come
-# first), or any CamelCase class behind a dotted module path ("torch._dynamo.exc.FailOnRecompileLimitHit:")
-_EXC_RE = re.compile(
-    r"(?<![\w.'\"])((?:[a-z_][\w]*\.)*[A-Z][A-Za-z0-9]*(?:Error|Exception|Exhausted|Fault|Failure)"
-    r"|(?:[a-z_][\w]*\.){2,}[A-Z][A-Za-z0-9]+)(?:\([\w.]*\))?:(?: \S|\s*$)")
 # Python's re tries every alternative at every position of a line, so a mark's alternatives are kept in
 # small patterns, each tried only when the line holds the text it needs (one pattern of them all cost
 # ~100 us on an ordinary NCCL INFO line).
@@ -323,8 +318,8 @@ def last_resort(body: list[str]) -> tuple[str, int] | None:
         for i in range(frames[-1] + 1, len(lines)):
             if lines[i].rstrip().endswith(_QUIET_EXC):
                 return None  # stopped, not failed (an interrupt printed without a message)
-            if (m := _EXC_RE.search(lines[i])) is not None:
-                name = m.group(1).rsplit(".", 1)[-1]
+            if ":" in lines[i] and (e := _exception(lines[i])) is not None:
+                name = e[0].rsplit(".", 1)[-1]
                 if name.endswith("Warning") or name in _QUIET_EXC:
                     return None
                 return "error", i
