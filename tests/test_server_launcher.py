@@ -133,6 +133,23 @@ async def test_port_in_use_is_reported_before_launch(tmp_path):
     assert server.pid is None and events == []
 
 
+def test_free_port_is_outside_the_kernels_ephemeral_ports_and_skips_taken_ones(monkeypatch):
+    # the kernel gives ephemeral ports to client sockets and bind(0): a test server on one
+    # can find it taken, or another server answering /health on it
+    low, high = (int(x) for x in Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+    ports = {free_port() for _ in range(20)}
+    assert all(not low <= port <= high for port in ports)
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        busy = taken.getsockname()[1]
+        monkeypatch.setattr("tuiapp.server.ports._PICK_PORTS", range(busy, busy + 1))
+        port = free_port()  # the one port to pick is taken: the kernel chooses
+        assert port != busy
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", port))
+
+
 async def test_missing_executable_is_a_launch_error(tmp_path):
     server = ServerProcess(["no-such-sglang-binary", "--port", str(free_port())], publish=lambda e: None)
     with pytest.raises(LaunchError, match="server command not found: no-such-sglang-binary"):

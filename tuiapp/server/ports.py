@@ -4,6 +4,7 @@ a second instead of a model load that ends in ``address already in use``."""
 from __future__ import annotations
 
 import errno
+import random
 import socket
 
 from tuiapp.server.command import connect_host
@@ -40,8 +41,25 @@ def _accepts_connection(host: str, port: int, timeout_s: float = 0.5) -> bool:
         return False
 
 
+# Where free_port() looks. Below Linux's default ip_local_port_range (32768-60999): the kernel
+# hands those to every outgoing connection and to every bind(0), so a port found free by
+# binding 0 and releasing it is soon handed to someone else, often another server a
+# parallel test is starting, which then answers our /health or takes our port first.
+# A random pick in this range clashes only with another pick of the same port.
+_PICK_PORTS = range(20000, 32000)
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on right now (for tests and the demo)."""
+    pick = random.Random()  # seeded from the OS: parallel workers pick apart
+    for _ in range(100):
+        port = pick.choice(_PICK_PORTS)
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind((host, port))  # no SO_REUSEADDR: a port in TIME_WAIT is skipped too
+            except OSError:
+                continue
+            return port
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
+        sock.bind((host, 0))  # that range is full (or not ours to bind): the kernel's choice
         return sock.getsockname()[1]
