@@ -26,6 +26,7 @@ rest ``error``. The message is the decisive line as printed.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from tuiapp.logwatch.catalogue import NOT_A_FAILURE
@@ -207,11 +208,12 @@ _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|mess
 _QUIET_EXC = ("KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit", "StopIteration",
               "StopAsyncIteration")
 # the marks' letters: a line without any is skipped without a regex
-_HINTS = ("rror", "RROR", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "DOWN", "Down", "cut here", "(E", "ouldn't",
-          "imes out", "Xid", "Killed", "Terminated", "dead", "down", "StackTrace", "❌", "✗", "✘", "💥", " 5", ":5", "=5", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
-          "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "OOMKilled", "BackOff",
-          "exit", "Exit", "code=", "status=", "panic", "died", "killed", "dead", "ould not", "nable to",
-          "bort", "imed out", "level", "severity", "Fault", "Exhausted", "error]", "fatal]")
+_HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "DOWN", "Down", "down",
+          "cut here", "(E", "ouldn't", "imes out", "Xid", "Killed", "Terminated", "dead", "StackTrace", "❌", "✗", "✘",
+          "💥", "status", "HTTP/", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
+          "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic",
+          "died", "killed", "ould not", "nable to", "bort", "imed out", "level", "severity", "Fault", "Exhausted",
+          "error]", "fatal]")
 
 
 _FORMAT_LOWER = frozenset({"INFO", "INF", "WARNING", "WARN", "WRN", "DEBUG", "DBG", "TRACE", "TRC", "NOTICE", "VERBOSE"})
@@ -254,6 +256,10 @@ def _harmless(line: str, pos: int) -> bool:
 _RANK = {"death": 5, "traceback": 4, "exception": 4, "device": 3, "glog": 3, "level": 2, "soft": 1}
 
 
+# The ranks of a server print the same lines (each rank's "Load weight begin", each rank's frame of one
+# traceback), and a record no rule matched comes back here once per rank: a small cache of recent
+# lines reads each once. (Small: it holds what is near, not a whole log.)
+@functools.lru_cache(maxsize=256)
 def line_mark(line: str) -> tuple[str, int] | None:
     """("crash", "oom" or "error", how much it says) for one line, wherever in it the mark sits."""
     if not any(h in line for h in _HINTS):
