@@ -37,8 +37,6 @@ KNOWN_MISSES: dict[str, str] = {
         "faulthandler's frames without their header stay silent (a watchdog's dump of a live process looks the same)",
     "n37_higress_access_log_json_worker_heartbeat_503_uc_upstream_reset":
         "a 503 in a multi-line JSON access record: the field and its value are on lines of their own",
-    "n01_scheduler_frames_only_linear_init_super_no_exception":
-        "one frame and its source lines, with neither header nor exception, is not read as a traceback",
     "n31_backticked_router_warn_grpc_health_rpc_error_h2_goaway_frame_size":
         "the router's health-check error at WARN stays a warning (it goes on checking)",
     "n38_decoy_fastsocket_warn_cannot_get_incoming_cpu_connected_after_retries":
@@ -49,20 +47,12 @@ KNOWN_MISSES: dict[str, str] = {
         "the exception after the 500 it caused joins the 500's incident",
     "n39_mooncake_store_glog_transfer_retries_put_failed_then_decode_warning_redo":
         "a burst of transfer failures is one incident, and the decode's recovery warning stays a warning",
-    "n13_colab_notebook_frames_links_and_numbered_source_lines_cut":
-        "a notebook's frames with links and numbered source lines, cut before the exception, read as no traceback",
     "n16_kubectl_get_pods_router_crashloopbackoff_then_port_forward_refused":
         "the pod row's CrashLoopBackOff and the port-forward error after it are one incident",
     "n33_decoy_rccl_warn_missing_iommu_pt_then_version_banners":
         "RCCL's advisory WARN (a missing kernel parameter) is raised as NCCL's WARN lines are",
     "n12_markdown_quoted_ci_timestamps_keyerror_lm_head_then_sigquit":
         "the sigquit after the KeyError joins its cause's incident instead of opening a death",
-    "n14_trtllm_cpp_backtrace_frame_prepare_step_wrapped_symbol":
-        "a C++ backtrace's numbered frames with wrapped symbols and no header are not read as one",
-    "n15_llama_server_listening_then_got_exception_500_image_not_supported":
-        "llama.cpp's 'got exception: {\"code\":500,...}' and its request line ending in 500: no mark reads a bare code",
-    "n26_flattened_vllm_worker_error_lines_qwen25vl_npu_oom":
-        "a worker's ERROR lines run together on two lines, the exception cut: no mark the rules read",
     "n37_decoy_rocm_smi_error_unable_to_get_unsupported_fields":
         "rocm-smi's ERROR lines for fields a card does not support are raised",
     "n39_sglang_openai_error_json_input_longer_than_context_length_400":

@@ -53,6 +53,17 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("【BUG】：RuntimeError: NPU out of memory. Tried to allocate 3.47 GiB. If reserved memory is >> allocated "
      "memory try setting max_split_size_mb", "oom"),
     ("kernel: [  518.050606] Out of memory: Killed process 15784 (python3) total-vm:11964kB", "oom"),
+    # a server error as an error object's code, or at the end of an access line
+    ('got exception: {"code":500,"message":"image input is not supported","type":"server_error"}', "error"),
+    ("srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 503", "error"),
+    # a C++ backtrace's numbered frame
+    ("5       0x7f16747a1d02 tensorrt_llm::batch_manager::RuntimeBuffers::prepareStep(std::vector<int> const&) + 194",
+     "error"),
+    # lines run together: a frame's quotes are no quoted text
+    ('/x/module.py", line 1747, in _call_impl (Worker pid=2) ERROR 07-03 19:33:28 [utils.py:238] return f(x) '
+     '(Worker pid=2) ERROR 07-03 19:33:28 [utils.py:238] File "/x/qwen.py", line 84, in forward', "error"),
+    ('lib/x/qwen2_5_vl.py", line 213, in gather (Worker pid=2) ERROR 07-03 19:33:28 [utils.py:238] '
+     "RuntimeError: NPU out of memory.", "oom"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -93,6 +104,9 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     "[2022-04-12 09:34:52,472 W 74 97] (raylet) metric_exporter.cc:206: Export metrics to agent failed: GrpcUnknown",
     'INFO:     127.0.0.1:40000 - "POST /generate HTTP/1.1" 200 OK',
     "[2025-08-02 06:06:21 TP2] Pyspy failed to dump PID 171. Error: /bin/dash: 1: py-spy: not found",
+    'srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200',
+    '{"code":200,"message":"ok"}',
+    "    0x7f16747a1d02 is the address the debugger was asked about",
 ])
 def test_a_harmless_line_has_no_mark(line: str) -> None:
     assert line_mark(line) is None
@@ -112,6 +126,19 @@ def test_frames_behind_any_prefix_are_a_traceback_and_its_exception_line_decides
     assert last_resort(body) == ("error", 4)
     assert last_resort(body[:4]) == ("error", 2)  # cut before its exception line: the last frame
     assert last_resort(body[:4] + [tag + "KeyboardInterrupt"]) is None
+
+
+def test_one_frame_with_its_source_or_ipythons_arrows_are_a_traceback() -> None:
+    frame = ['    super().__init__(', '  File "/x/linear.py", line 281, in __init__', '    super().__init__(']
+    assert last_resort(frame) == ("error", 1)
+    assert last_resort(frame[1:2]) is None  # a frame alone, with nothing around it: no traceback yet
+    assert last_resort(['  File "/x/a.py", line 2, in f', "note: see the docs"]) is None
+    notebook = ["[/x/vllm/utils.py](https://localhost:8080/#) in inner(*args, **kwargs)",
+                "-> 1161             return fn(*args, **kwargs)", "",
+                "[/x/vllm/llm.py](https://localhost:8080/#) in __init__(self, model)",
+                "--> 247         self.llm_engine = LLMEngine.from_engine_args("]
+    assert last_resort(notebook) == ("error", 4)
+    assert last_resort([*notebook, "KeyboardInterrupt: "]) is None  # a cell the user stopped
 
 
 def test_an_unknown_format_reaches_the_watcher_as_one_incident_with_its_line() -> None:

@@ -54,6 +54,19 @@ _TB_RE = re.compile(r"Traceback \(most recent call last\)")
 _OOM_ADVICE_RE = re.compile(r"\b(?:are|is) likely\b|\bmay (?:occur|happen)\b|\bto avoid\b|\bcan be ignored\b")
 _OOM_RE = re.compile(r"\b(?:[Oo]ut of memory|OUT OF MEMORY|OutOfMemory\w*|OOM[- ]?[Kk]ill\w*)\b")
 _FRAME_RE = re.compile(r"File \"[^\"]+\", line \d+, in \S")
+_IPY_ARROW_RE = re.compile(r"\s*-{1,4}> ?\d+ ")
+
+
+def _source_beside(lines: list[str], i: int) -> bool:
+    """The frame at ``i`` has its source line after it, or the previous frame's before it: indented
+    code, not a frame, not a message."""
+    for j in (i - 1, i + 1):
+        if 0 <= j < len(lines):
+            b = lines[j]
+            code = b.strip()
+            if b[:1].isspace() and code and not code.startswith(("File ", "Traceback")) and ": " not in code:
+                return True
+    return False
 # Python's re tries every alternative at every position of a line, so a mark's alternatives are kept in
 # small patterns, each tried only when the line holds the text it needs (one pattern of them all cost
 # ~100 us on an ordinary NCCL INFO line).
@@ -128,8 +141,12 @@ _OVERRIDING = _parts(
 )
 # a server error answered to a request, in an access log or a structured field (whatever its level: access
 # logs are INFO, and the field may sit in a quoted list: "['http_status:500', 'http_method:POST']")
+# (an error object's code, "{"code":500,"message":...}"; an access line that ends in the status,
+# "request: POST /v1/chat/completions 127.0.0.1 500", as llama.cpp's server and many proxies write it)
 _HTTP_5XX_RE = re.compile(r"\b(?:http_status|status_code|status|response_code)[\"']?\s*[:=]\s*[\"']?5\d\d\b"
-                          r"|HTTP/\d(?:\.\d)?\"? 5\d\d\b")
+                          r"|HTTP/\d(?:\.\d)?\"? 5\d\d\b|\"code\"\s*:\s*5\d\d\b"
+                          r"|\b(?:GET|POST|PUT|PATCH|DELETE) /\S*(?: \S+){0,3} 5\d\d\s*$")
+_HTTP_NEEDS = ("status", "HTTP/", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /")
 _DEVICE = _parts(
     (_DEVICES, r"\b(?:NCCL|RCCL|HCCL|Gloo|NRT|NRTD|XLA|HSA|ROCm|cuDNN|CUBLAS|cuBLAS|CUDA|Cuda|cuda|HIP|hip|UR|SYCL)"
                r"(?: \w+){0,2} (?:failure|error|Error|ERROR|failed)\b|\b(?:nccl|cuda|hip)Error\w+|\bnccl\w+Error\b"),
@@ -141,6 +158,9 @@ _DEVICE = _parts(
     (("(E", "cut here"), r"\(E[A-Z0-9]\d{4}\)|\[ cut here \]"),
     # an Xid however the kernel's line was copied ("08-04 06:43:55 Xid 31 GPC1 ... FAULT_PDE")
     (("Xid", "fallen off"), r"\bXid(?: \(PCI:[\w:.]+\))?:? \(?\d+\b|\bfallen off the bus\b"),
+    # a C++ backtrace's numbered frame, as TensorRT-LLM and glibc's backtrace print them under an exception
+    # ("5       0x7f16747a1d02 tensorrt_llm::batch_manager::RuntimeBuffers::prepareStep(...) + 194")
+    (("0x",), r"(?<!\S)\d{1,3}\s+0x[0-9a-f]{8,16}\s+(?:\w+::)+~?\w+\("),
     # an error object in JSON
     (('"error"',), r"\"error\"\s*:\s*(?:\{|\"[^\"])"),
 ) + _OVERRIDING
@@ -210,7 +230,7 @@ _QUIET_EXC = ("KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExi
 # the marks' letters: a line without any is skipped without a regex
 _HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "DOWN", "Down", "down",
           "cut here", "(E", "ouldn't", "imes out", "Xid", "Killed", "Terminated", "dead", "StackTrace", "❌", "✗", "✘",
-          "💥", "status", "HTTP/", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
+          "💥", "0x", "status", "HTTP/", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic",
           "died", "killed", "ould not", "nable to", "bort", "imed out", "level", "severity", "Fault", "Exhausted",
           "error]", "fatal]")
@@ -233,10 +253,17 @@ def _level_of(line: str, m: re.Match[str]) -> str:
     return level
 
 
+_FRAME_QUOTE_RE = re.compile(r'File "|", line \d')
+
+
 def _quoted(line: str, pos: int) -> bool:
     """The mark sits inside a quoted string (a logged prompt, a repr of a request); a quote that opens
     the line is a paste quoted as a whole ('"srun: error: c002: task 0: Killed')."""
     head = line[:pos].lstrip("\"'`")
+    if '", line ' in head:
+        # a frame's path is quoted ('File "x.py", line 3, in f'); a line run together from several, or
+        # one that starts inside a frame ('x.py", line 213, in f ... RuntimeError'), holds halves of pairs
+        head = _FRAME_QUOTE_RE.sub("", head)
     return head.count('"') % 2 == 1 or (head.count("'") % 2 == 1 and "'" in line[pos:])
 
 
@@ -279,7 +306,7 @@ def line_mark(line: str) -> tuple[str, int] | None:
         if g.group(1) in "EFC" and not any(n in s for n in _GLOG_NOISE) and s[g.end():].strip():
             return "error", _RANK["glog"]
         return None
-    if ("status" in s or "HTTP/" in s) and _HTTP_5XX_RE.search(s) and not _advice(s):
+    if any(n in s for n in _HTTP_NEEDS) and _HTTP_5XX_RE.search(s) and not _advice(s):
         return "error", _RANK["device"]
     at = _earliest(s, _LEVEL_NEEDS)
     lvl = _LEVEL_TOKEN_RE.search(s, at) if at >= 0 else None
@@ -319,10 +346,16 @@ def last_resort(body: list[str]) -> tuple[str, int] | None:
     """(kind, index of the decisive line) for a record no rule matched, or None."""
     lines = body[:64]
     frames = [i for i, b in enumerate(lines) if 'File "' in b and _FRAME_RE.search(b)]
+    if len(frames) == 1 and _source_beside(lines, frames[0]):
+        frames.append(frames[0])  # one frame with its source line: a piece of a traceback all the same
+    elif not frames and sum(1 for b in lines if "> " in b and _IPY_ARROW_RE.match(b)) >= 2:
+        # IPython's traceback marks the line each frame was at ("---> 1161     return fn(*args)"),
+        # whatever way its frame lines were exported
+        frames = [i for i, b in enumerate(lines) if "> " in b and _IPY_ARROW_RE.match(b)]
     if len(frames) >= 2:
         # a traceback whatever its prefix: the exception line after its last frame says what it was
         for i in range(frames[-1] + 1, len(lines)):
-            if lines[i].rstrip().endswith(_QUIET_EXC):
+            if lines[i].rstrip().rstrip(":").endswith(_QUIET_EXC):
                 return None  # stopped, not failed (an interrupt printed without a message)
             if ":" in lines[i] and (e := _exception(lines[i])) is not None:
                 name = e[0].rsplit(".", 1)[-1]
