@@ -64,6 +64,12 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
      '(Worker pid=2) ERROR 07-03 19:33:28 [utils.py:238] File "/x/qwen.py", line 84, in forward', "error"),
     ('lib/x/qwen2_5_vl.py", line 213, in gather (Worker pid=2) ERROR 07-03 19:33:28 [utils.py:238] '
      "RuntimeError: NPU out of memory.", "oom"),
+    # glibc's backtrace frames (Open MPI, UCX), UCX's crash banner, a limit a step ran into, a corruption
+    ("[40a8c9673b05:1447852] [13] /lib/x86_64-linux-gnu/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]", "error"),
+    ("==== backtrace (tid:2330856) ====", "crash"),
+    ("ib_mlx5_log.c:177  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)", "error"),
+    ("ncclsocket_socket.cpp:socketStartConnect:488: socketStartConnect: exceeded timeouts (3)", "error"),
+    ("Context corruption detected: Request 3b5d received metadata from bootstrap_room=4125156593077881415.", "error"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -107,6 +113,9 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     'srv  log_server_r: request: POST /v1/chat/completions 127.0.0.1 200',
     '{"code":200,"message":"ok"}',
     "    0x7f16747a1d02 is the address the debugger was asked about",
+    # captions above a paste, a person's sentence about it; a backtrace frame without a symbol
+    "Error Message", "**Error logs:**", "Crash report", "it throws an error ",
+    "41      0x79bed11c21ca /usr/lib/x86_64-linux-gnu/libc.so.6(+0x2a1ca) [0x79bed11c21ca]",
 ])
 def test_a_harmless_line_has_no_mark(line: str) -> None:
     assert line_mark(line) is None
@@ -126,6 +135,23 @@ def test_frames_behind_any_prefix_are_a_traceback_and_its_exception_line_decides
     assert last_resort(body) == ("error", 4)
     assert last_resort(body[:4]) == ("error", 2)  # cut before its exception line: the last frame
     assert last_resort(body[:4] + [tag + "KeyboardInterrupt"]) is None
+
+
+def test_a_process_that_gave_up_is_a_failure_and_one_that_was_stopped_is_not() -> None:
+    frames = ['  File "/x/request.py", line 175, in get', "    exit(1)",
+              '  File "/x/_sitebuiltins.py", line 26, in __call__', "    raise SystemExit(code)"]
+    assert last_resort([*frames, "SystemExit: 1"]) == ("error", 4)
+    assert last_resort([*frames, "SystemExit: bad config"]) == ("error", 4)
+    assert last_resort([*frames, "SystemExit: 0"]) is None
+    assert last_resort([*frames, "SystemExit"]) is None
+    assert last_resort([*frames, "asyncio.exceptions.CancelledError"]) is None
+
+
+def test_a_frame_behind_an_editors_line_numbers_is_read_with_its_source() -> None:
+    body = ["commit a574770: there is illegal bug when run DeepSeek:",
+            '409   File "/x/scheduler.py", line 1218, in run_batch',
+            "410     ) = self.draft_worker.forward_batch_speculative_generation(batch)"]
+    assert last_resort(body) == ("error", 1)
 
 
 def test_one_frame_with_its_source_or_ipythons_arrows_are_a_traceback() -> None:

@@ -36,6 +36,7 @@ from tuiapp.logwatch.generic import (
 )
 from tuiapp.logwatch.last_resort import last_resort
 from tuiapp.logwatch.prefix import CPP_LOG_RE
+from tuiapp.logwatch.quiet_exit import stops_quietly
 
 EXC_RE = re.compile(
     r"((?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning))"
@@ -47,8 +48,6 @@ _BARE_EXC_RE = re.compile(
     r"(?:[a-z_]\w*\.)*(?:[A-Z][A-Za-z0-9]*(?:Error|Exception)|Exception)(?:\([\w.]*\))?: \S"
     # a class from a package's exceptions module, whatever its name ("torch._dynamo.exc.Unsupported: ...")
     r"|(?:[a-z_]\w*\.)+(?:exc|errors|exceptions)\.[A-Z]\w*: \S")
-_QUIET_EXC = {"KeyboardInterrupt", "SystemExit", "CancelledError", "asyncio.CancelledError",
-              "asyncio.exceptions.CancelledError", "GeneratorExit"}
 _TAGS_RE = re.compile(r"(?:\[(?:PG [^\]]*|Rank \d+)\] ?)+")
 _MARKUP_RE = re.compile(r"^(?:`+|\*\*|> )+|(?:`+|\*\*)\s*$")
 _WHAT_RE = re.compile(r"\s+what\(\):\s+")
@@ -455,8 +454,7 @@ def _headless_exception(body: list[str], cands: list[tuple[int, str]]) -> tuple[
         if first_frame is not None and idx <= first_frame:
             break
         if _BARE_EXC_RE.match(line):
-            name = _exc_name(line)
-            if name in _QUIET_EXC or name.endswith("Warning"):
+            if stops_quietly(_exc_name(line), line):
                 return None
             return (_HEADLESS_RULE.prio, _HEADLESS_RULE, idx, line)
     return None
@@ -579,8 +577,7 @@ def classify(body: list[str]) -> Finding | None:
     if best is None:
         head = cands[0][1]
         if final is None and _BARE_EXC_RE.match(head):
-            name = _exc_name(head)
-            if name in _QUIET_EXC or name.endswith("Warning"):
+            if stops_quietly(_exc_name(head), head):
                 return None
             best = (_BARE_RULE.prio, _BARE_RULE, 0, head)
         elif final is None:
@@ -594,13 +591,12 @@ def classify(body: list[str]) -> Finding | None:
             if best is None:
                 return None
         else:
-            name = _exc_name(final[1])
-            if name in _QUIET_EXC or name.endswith("Warning"):
+            if stops_quietly(_exc_name(final[1]), final[1]):
                 return None
             best = (_FINAL_RULE.prio, _FINAL_RULE, final[0], final[1])
     _, rule, idx, matched = best
     if rule.kind == "error" and final is not None:
-        if _exc_name(final[1]) in _QUIET_EXC:
+        if stops_quietly(_exc_name(final[1]), final[1]):
             return None  # "Scheduler hit an exception: ... KeyboardInterrupt" on Ctrl-C
         idx, matched = final  # a generic error: the exception Python printed last says what it was
     message = matched.strip()[:_MAX_MESSAGE]

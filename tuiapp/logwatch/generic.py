@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import re
 
+from tuiapp.logwatch.caption import is_caption
+
 # a timestamp as loggers write it (ISO, with or without date, comma or dot fraction)
 _TS = (r"\[?(?:\d{4}[-/]\d\d[-/]\d\d[T ]|\d{4}-[A-Z][a-z]{2}-\d\d |\d\d-\d\d )?\d\d:\d\d:\d\d(?:[.,]\d+)?"
        r"(?:Z|[+-]\d\d:?\d\d)?(?: [A-Z]{3})?\]?")
@@ -234,6 +236,8 @@ _LOWER_LEVELS = ("INFO", "WARNING", "WARN", "DEBUG", "TRACE")
 
 def generic_error(line: str) -> bool:
     """A candidate line that reports a failure in a format no family knows."""
+    if len(line) < 40 and is_caption(line):
+        return False
     if _may_start(line) and GENERIC_ERROR_RE.match(line):
         if "| std" in line and (m := _RELAYED_RE.match(line)) is not None:
             rest = m.group(1).strip()

@@ -29,7 +29,9 @@ from __future__ import annotations
 import functools
 import re
 
+from tuiapp.logwatch.caption import is_caption
 from tuiapp.logwatch.catalogue import NOT_A_FAILURE
+from tuiapp.logwatch.quiet_exit import stops_quietly
 
 # the first level a line names decides whether the marks after it count
 _LEVEL_TOKEN_RE = re.compile(
@@ -58,13 +60,16 @@ _IPY_ARROW_RE = re.compile(r"\s*-{1,4}> ?\d+ ")
 
 
 def _source_beside(lines: list[str], i: int) -> bool:
-    """The frame at ``i`` has its source line after it, or the previous frame's before it: indented
-    code, not a frame, not a message."""
+    """The frame at ``i`` has its source line after it, or the previous frame's before it: code indented
+    deeper than the frame, not a frame, not a message (whatever prefix both carry: an editor's line
+    numbers, "409   File ...", "410     ) = self.f(batch)")."""
+    col = lines[i].find('File "')
     for j in (i - 1, i + 1):
         if 0 <= j < len(lines):
             b = lines[j]
-            code = b.strip()
-            if b[:1].isspace() and code and not code.startswith(("File ", "Traceback")) and ": " not in code:
+            code = b[col:].strip()
+            if len(b) > col and b[col].isspace() and code and not code.startswith(("File ", "Traceback")) \
+                    and ": " not in code:
                 return True
     return False
 # Python's re tries every alternative at every position of a line, so a mark's alternatives are kept in
@@ -161,6 +166,10 @@ _DEVICE = _parts(
     # a C++ backtrace's numbered frame, as TensorRT-LLM and glibc's backtrace print them under an exception
     # ("5       0x7f16747a1d02 tensorrt_llm::batch_manager::RuntimeBuffers::prepareStep(...) + 194")
     (("0x",), r"(?<!\S)\d{1,3}\s+0x[0-9a-f]{8,16}\s+(?:\w+::)+~?\w+\("),
+    # glibc's backtrace_symbols frame, as Open MPI's, UCX's and many crash handlers print it
+    # ("/lib/x86_64-linux-gnu/libmpi.so.40(MPI_Bcast+0x121)[0x7fc1ff32d881]", "...(ucs_handle_error+0x294) [0x7f...]");
+    # with a symbol: a frame without one ("libc.so.6(+0x2a1ca)") also closes backtraces printed with the error first
+    (("+0x",), r"\.so(?:\.\d+)*\([\w.$@]+\+0x[0-9a-f]+\)\s?\[0x[0-9a-f]+\]"),
     # an error object in JSON
     (('"error"',), r"\"error\"\s*:\s*(?:\{|\"[^\"])"),
 ) + _OVERRIDING
@@ -173,6 +182,8 @@ _DEATH = _parts(
                r"|\bexitcode\s*:\s*-?[1-9]\d*\b"),
     (("code=", "status="), r"\bcode=killed\b|\bstatus=\d+/(?:KILL|SEGV|ABRT|BUS|FAILURE)\b"),
     (("panic",), r"\bpanicked at\b|\bpanic: "),
+    # UCX's crash handler ("==== backtrace (tid:2330856) ====")
+    (("backtrace",), r"=+ backtrace \(tid: ?\d+\) =+"),
     (("died", "killed", "dead"),
      r"\b(?:process|worker|actor|engine|scheduler|child)\b[^.]{0,40}\b(?:died|was killed|is dead)\b"
      r"|\b(?:marked|is) as dead\b"),
@@ -184,12 +195,15 @@ _LEVEL_NEEDS = ("ERR", "FATA", "FTL", "CRIT", "EMERG", "PANIC", "SEVERE", "INF",
                 "TRC", "NOTICE", "VERBOSE", "error", "fatal", "critical", "info", "warn", "debug", "notice", "trace",
                 "level", "lvl", "severity", "Warning")
 _SOFT_NEEDS = ("ail", "AIL", "rror", "atal", "ould", "nable to", "bort", "imed out", "imes out", "rash", "❌", "✗",
-               "✘", "💥")
+               "✘", "💥", "orrupt", "xceeded", "EXCEEDED")
 _GLOG_NEEDS = (".cc:", ".cpp:", ".h:", ".py:", ".c:", ".cu:", ".go:")
 # (a logger's or module's name is no mark: "uvicorn.error INFO ...")
 _SOFT_RE = re.compile(
     r"(?<![\w.])(?:[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Ee]rror|[Ff]atal|[Cc]ould not|[Cc]ouldn't|[Uu]nable to"
-    r"|[Aa]borted|[Tt]imed out|[Tt]imes out"
+    r"|[Aa]borted|[Tt]imed out|[Tt]imes out|[Cc]orrupt(?:ed|ion)"
+    # a limit a step ran into: "retry count exceeded", "exceeded timeouts (3)", "Max retries exceeded"
+    r"|(?:timeouts?|[Rr]etry count|retries|[Dd]eadline|time limit|quota) (?:\(\d+\) )?exceeded"
+    r"|exceeded (?:timeouts?|(?:the )?(?:retry|deadline|time limit|quota))|DEADLINE_EXCEEDED"
     r"|[Cc]rash(?:ed|es)?)(?!\w|\.\w)|[❌✗✘💥]")
 # (phrases looked for in the lowercased line; those that need a word's edge, in one pattern tried only when
 # the line holds one of their words: a case-blind pattern of them all cost ~50 us a line)
@@ -201,7 +215,7 @@ _ADVICE_PHRASES = ("can be ignored", "can be safely ignored", "please", "will re
 _ADVICE_WORDS = ("ignor", "retry", "no error", "succe", "likely", "may ", "expected", "you ", "without", "taint",
                  "default", "image '")
 _ADVICE_RE = re.compile(
-    r"\bignor(?:e|ed|ing)\b|\bretry(?:ing)?\b|\bno errors?\b|\bsucce(?:ss|ssful|eded)|\b(?:are|is) likely\b"
+    r"\bignor(?:e|ed|ing)\b|\bretry(?:ing)?\b(?! (?:count|limit))|\bno errors?\b|\bsucce(?:ss|ssful|eded)|\b(?:are|is) likely\b"
     r"|\bmay (?:occur|happen)\b|\b(?:as|is|was) expected|\byou (?:can|may|might|should)\b"
     r"|\bif you (?:see|get|encounter)\b|\bwithout (?:an )?errors?\b|\busing (?:the )?default"
     # a kernel module without a signature (loads anyway); docker about to pull an image it lacks
@@ -222,14 +236,17 @@ def _advice(line: str) -> bool:
 
 # a person's sentence around a paste ("I got this error:"), not a line a process printed
 # (or a markdown bold span: "**Every one is `Xid 31`**")
-_PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|Thanks)(?:\s|,|$)|\*\*\w[^*]*\*\*")
+_PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|Thanks)(?:\s|,|$)|\*\*\w[^*]*\*\*"
+                       r"|^(?:[Ii]t|[Tt]his|[Tt]hat) (?:throws|threw|gives|gave|shows|showed|fails|failed|crashes|crashed"
+                       r"|seems|looks|says|said|reports|returns|returned)\b")
 _ZERO_RE = re.compile(r"(?i)\b0 (?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)(?:\s+\w+){0,2}\s*[=:]\s*0\b")
 _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|messages=|input_ids)")
-_QUIET_EXC = ("KeyboardInterrupt", "SystemExit", "CancelledError", "GeneratorExit", "StopIteration",
-              "StopAsyncIteration")
+# an exception class that may say "stopped", printed without a message ("KeyboardInterrupt", "SystemExit: 1")
+_EXIT_LINE_RE = re.compile(r"(?:^|\s)((?:\w+\.)*(?:KeyboardInterrupt|SystemExit|CancelledError|GeneratorExit"
+                           r"|StopIteration|StopAsyncIteration))(?::.*)?$")
 # the marks' letters: a line without any is skipped without a regex
 _HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "DOWN", "Down", "down",
-          "cut here", "(E", "ouldn't", "imes out", "Xid", "Killed", "Terminated", "dead", "StackTrace", "❌", "✗", "✘",
+          "cut here", "(E", "ouldn't", "imes out", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead", "StackTrace", "backtrace", "❌", "✗", "✘",
           "💥", "0x", "status", "HTTP/", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic",
           "died", "killed", "ould not", "nable to", "bort", "imed out", "level", "severity", "Fault", "Exhausted",
@@ -301,6 +318,8 @@ def line_mark(line: str) -> tuple[str, int] | None:
             return None
     if any(n in s for n in NOT_A_FAILURE):
         return None  # the diagnostics of a failure another line reports
+    if is_caption(s):
+        return None
     if "]" in s and any(n in s for n in _GLOG_NEEDS) and (g := _GLOG_RE.search(s) or _SPDLOG_RE.search(s)):
         # glog / absl / c10's own level, wherever the prefix put it
         if g.group(1) in "EFC" and not any(n in s for n in _GLOG_NOISE) and s[g.end():].strip():
@@ -326,14 +345,14 @@ def line_mark(line: str) -> tuple[str, int] | None:
     if "Traceback" in s and (m := _TB_RE.search(s)) is not None and not _quoted(s, m.start()):
         return "error", _RANK["traceback"]
     if ":" in s and (e := _exception(s)) is not None and not _harmless(s, e[1]):
-        name = e[0].rsplit(".", 1)[-1]
-        if not name.endswith("Warning") and name not in _QUIET_EXC:
+        if not stops_quietly(e[0], s):
             return "error", _RANK["exception"]
     if (m := _first(_DEVICE, s)) is not None:
         at, rank = m.start(), _RANK["device"]
     elif level is not None and lvl is not None and _says_something(s, lvl):
         at, rank = lvl.start(), _RANK["level"]  # an error level, whatever format put it there
-    elif (soft_at := _earliest(s, _SOFT_NEEDS)) >= 0 and (m := _SOFT_RE.search(s, soft_at)) is not None:
+    elif (soft_at := _earliest(s, _SOFT_NEEDS)) >= 0 and (m := _SOFT_RE.search(s, max(soft_at - 16, 0))) is not None:
+        # (from a little before the first word it needs: "retry count exceeded" needs "exceeded")
         at, rank = m.start(), _RANK["soft"]
     else:
         return None
@@ -355,13 +374,12 @@ def last_resort(body: list[str]) -> tuple[str, int] | None:
     if len(frames) >= 2:
         # a traceback whatever its prefix: the exception line after its last frame says what it was
         for i in range(frames[-1] + 1, len(lines)):
-            if lines[i].rstrip().rstrip(":").endswith(_QUIET_EXC):
-                return None  # stopped, not failed (an interrupt printed without a message)
-            if ":" in lines[i] and (e := _exception(lines[i])) is not None:
-                name = e[0].rsplit(".", 1)[-1]
-                if name.endswith("Warning") or name in _QUIET_EXC:
-                    return None
-                return "error", i
+            line = lines[i].rstrip()
+            if (x := _EXIT_LINE_RE.search(line)) is not None:
+                # stopped (an interrupt), or a process that gave up: "SystemExit: 1"
+                return None if stops_quietly(x.group(1), line) else ("error", i)
+            if ":" in line and (e := _exception(line)) is not None:
+                return None if stops_quietly(e[0], line) else ("error", i)
         return "error", frames[-1]
     best: tuple[str, int, int] | None = None  # kind, rank, index
     for i, b in enumerate(lines):
