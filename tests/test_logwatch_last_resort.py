@@ -70,6 +70,10 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("ib_mlx5_log.c:177  Transport retry count exceeded on mlx5_0:1/IB (synd 0x15 vend 0x81 hw_synd 0/0)", "error"),
     ("ncclsocket_socket.cpp:socketStartConnect:488: socketStartConnect: exceeded timeouts (3)", "error"),
     ("Context corruption detected: Request 3b5d received metadata from bootstrap_room=4125156593077881415.", "error"),
+    # a timeout that happened; Slurm's record of a failed job; a status field without its '='
+    ("DeepEP dispatch forwarder timeout (RDMA meta), channel: 4, RDMA: 0, nvl: 7, src RDMA lane: 1", "error"),
+    ("   **JobState=FAILED Reason=NonZeroExitCode** Dependency=(null)", "crash"),
+    ("0.51.940.248 I srv  log_server_response: rid  | GET /v1/models 127.0.0.1:42298 | status 503 | cost 6.24s", "error"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -116,6 +120,9 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     # captions above a paste, a person's sentence about it; a backtrace frame without a symbol
     "Error Message", "**Error logs:**", "Crash report", "it throws an error ",
     "41      0x79bed11c21ca /usr/lib/x86_64-linux-gnu/libc.so.6(+0x2a1ca) [0x79bed11c21ca]",
+    # a timeout as a setting, a job that completed
+    "python -m sglang.launch_server --timeout 600", "timeout=30", "the timeout is 30 s", "set a timeout of 10 s",
+    "   JobState=COMPLETED Reason=None Dependency=(null)",
 ])
 def test_a_harmless_line_has_no_mark(line: str) -> None:
     assert line_mark(line) is None

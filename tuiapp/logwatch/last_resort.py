@@ -148,7 +148,7 @@ _OVERRIDING = _parts(
 # logs are INFO, and the field may sit in a quoted list: "['http_status:500', 'http_method:POST']")
 # (an error object's code, "{"code":500,"message":...}"; an access line that ends in the status,
 # "request: POST /v1/chat/completions 127.0.0.1 500", as llama.cpp's server and many proxies write it)
-_HTTP_5XX_RE = re.compile(r"\b(?:http_status|status_code|status|response_code)[\"']?\s*[:=]\s*[\"']?5\d\d\b"
+_HTTP_5XX_RE = re.compile(r"\b(?:http_status|status_code|status|response_code)[\"']?\s*[:=]?\s*[\"']?5\d\d\b"
                           r"|HTTP/\d(?:\.\d)?\"? 5\d\d\b|\"code\"\s*:\s*5\d\d\b"
                           r"|\b(?:GET|POST|PUT|PATCH|DELETE) /\S*(?: \S+){0,3} 5\d\d\s*$")
 _HTTP_NEEDS = ("status", "HTTP/", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /")
@@ -182,6 +182,8 @@ _DEATH = _parts(
                r"|\bexitcode\s*:\s*-?[1-9]\d*\b"),
     (("code=", "status="), r"\bcode=killed\b|\bstatus=\d+/(?:KILL|SEGV|ABRT|BUS|FAILURE)\b"),
     (("panic",), r"\bpanicked at\b|\bpanic: "),
+    # Slurm's record of a job that ended badly (scontrol show job, sacct -o JobState)
+    (("JobState=",), r"\bJobState=(?:FAILED|NODE_FAIL|BOOT_FAIL|OUT_OF_MEMORY|DEADLINE)\b"),
     # UCX's crash handler ("==== backtrace (tid:2330856) ====")
     (("backtrace",), r"=+ backtrace \(tid: ?\d+\) =+"),
     (("died", "killed", "dead"),
@@ -195,12 +197,15 @@ _LEVEL_NEEDS = ("ERR", "FATA", "FTL", "CRIT", "EMERG", "PANIC", "SEVERE", "INF",
                 "TRC", "NOTICE", "VERBOSE", "error", "fatal", "critical", "info", "warn", "debug", "notice", "trace",
                 "level", "lvl", "severity", "Warning")
 _SOFT_NEEDS = ("ail", "AIL", "rror", "atal", "ould", "nable to", "bort", "imed out", "imes out", "rash", "❌", "✗",
-               "✘", "💥", "orrupt", "xceeded", "EXCEEDED")
+               "✘", "💥", "orrupt", "xceeded", "EXCEEDED", "imeout", "IMEOUT")
 _GLOG_NEEDS = (".cc:", ".cpp:", ".h:", ".py:", ".c:", ".cu:", ".go:")
 # (a logger's or module's name is no mark: "uvicorn.error INFO ...")
 _SOFT_RE = re.compile(
     r"(?<![\w.])(?:[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Ee]rror|[Ff]atal|[Cc]ould not|[Cc]ouldn't|[Uu]nable to"
     r"|[Aa]borted|[Tt]imed out|[Tt]imes out|[Cc]orrupt(?:ed|ion)"
+    # a timeout that happened ("dispatch forwarder timeout (RDMA meta)", "Timeout waiting for rank 3"), not a
+    # setting ("--timeout 600", "timeout=30", "timeout is 30 s", "a timeout of 10 s")
+    r"|(?<![-_=])(?:[Tt]imeout|TIMEOUT)(?![\w=:-]|\s*[=:]|\s+(?:\d|is|of|set|to|value|in|for|after|must|can|may|should)\b)"
     # a limit a step ran into: "retry count exceeded", "exceeded timeouts (3)", "Max retries exceeded"
     r"|(?:timeouts?|[Rr]etry count|retries|[Dd]eadline|time limit|quota) (?:\(\d+\) )?exceeded"
     r"|exceeded (?:timeouts?|(?:the )?(?:retry|deadline|time limit|quota))|DEADLINE_EXCEEDED"
@@ -246,7 +251,7 @@ _EXIT_LINE_RE = re.compile(r"(?:^|\s)((?:\w+\.)*(?:KeyboardInterrupt|SystemExit|
                            r"|StopIteration|StopAsyncIteration))(?::.*)?$")
 # the marks' letters: a line without any is skipped without a regex
 _HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "DOWN", "Down", "down",
-          "cut here", "(E", "ouldn't", "imes out", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead", "StackTrace", "backtrace", "❌", "✗", "✘",
+          "cut here", "(E", "ouldn't", "imes out", "imeout", "IMEOUT", "JobState=", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead", "StackTrace", "backtrace", "❌", "✗", "✘",
           "💥", "0x", "status", "HTTP/", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic",
           "died", "killed", "ould not", "nable to", "bort", "imed out", "level", "severity", "Fault", "Exhausted",
