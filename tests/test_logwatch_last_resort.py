@@ -217,3 +217,19 @@ def test_the_hip_runtimes_trace_of_its_own_calls_is_no_failure() -> None:
 def test_a_paste_quoted_as_a_whole_is_read() -> None:
     assert line_mark('"srun: error: c002: task 0: Killed') == ("crash", 5)
     assert line_mark("[x] Receive: text='srun: error: c002: task 0: Killed'") is None
+
+
+def test_a_paste_holding_several_failures_gives_each_its_own_incident_at_its_line() -> None:
+    text = ("Resolving following warnings and errors:\n"
+            "- [x] `srun: error: Unable to create step for job 77: Invalid generic resource (gres) specification`\n"
+            "   - added option for number of nodes\n"
+            "- [ ] `srun: error: Unable to create step for job 78: Invalid partition name specified`\n"
+            "- [ ] `srun: error: Unable to create step for job 79: Invalid partition name specified`\n")
+    got = scan_text(text)
+    assert [(i["first_line"], i["signature_line"]) for i in got] == [(2, 2), (4, 4)]  # (the third repeats the second)
+    # a failure word alone does not stand apart (a person's sentence has them); a traceback is one failure
+    assert len(scan_text("When loading big models, the backend crashes:\n"
+                         "level_zero backend failed with error: 20 [UR_RESULT_ERROR_DEVICE_LOST]\n")) == 1
+    tb = ('  File "/x/a.py", line 3, in f\n    g()\n  File "/x/b.py", line 9, in g\n    raise X\n'
+          "ERROR: first\nERROR: second thing\n")
+    assert len(scan_text(tb)) == 1

@@ -34,7 +34,7 @@ from tuiapp.logwatch.generic import (
     might_fail,
     native_backtrace,
 )
-from tuiapp.logwatch.last_resort import last_resort
+from tuiapp.logwatch.last_resort import last_resort, separate_marks
 from tuiapp.logwatch.prefix import CPP_LOG_RE
 from tuiapp.logwatch.quiet_exit import stops_quietly
 
@@ -256,6 +256,8 @@ class Finding:
     # the launcher's diagnostics after a child died)
     knock_on: str = ""
     generic: bool = False  # read by the generic layer: a burst of such lines is one incident
+    # other lines of the record that the last resort reads as failures of their own (a paste)
+    apart: list[int] = field(default_factory=list)
     # a native backtrace without its head: part of the failure that follows it at once, if one does
     fragment: bool = False
 
@@ -551,6 +553,7 @@ def classify(body: list[str]) -> Finding | None:
     best: tuple[float, Rule, int, str] | None = None
     death: tuple[int, Rule, int, str] | None = None
     native = False
+    resort = None
     for idx, line in cands:
         rule = _match(line)
         if rule is None:
@@ -581,13 +584,14 @@ def classify(body: list[str]) -> Finding | None:
                 return None
             best = (_BARE_RULE.prio, _BARE_RULE, 0, head)
         elif final is None:
-            best = _generic(body, cands) or (
+            best = resort = _generic(body, cands)
+            best = best or (
                 _headless_exception(body, cands) or _cut_traceback(body, has_tb) if len(body) > 1 or has_tb else None)
             if best is None and len(body) > 1:
                 best = _native(body)
                 native = best is not None
             if best is None:
-                best = _last_resort(body)
+                best = resort = _last_resort(body)
             if best is None:
                 return None
         else:
@@ -636,6 +640,9 @@ def classify(body: list[str]) -> Finding | None:
             if ("Exit Code:" in b or "Reason:" in b or "Back-off" in b or "__terminate" in b) and i != idx and death_anywhere(b):
                 death = (1, _GENERIC_DEATH_RULE, i, b)
                 break
+    if resort is not None and len(body) > 1:
+        # the generic layer and the last resort read one line of a record: others may be failures of their own
+        f.apart = separate_marks(body, idx)
     if death is not None and rule.kind != "crash":
         _, drule, didx, dline = death
         f.death = Finding("crash", "error", dline.strip()[:_MAX_MESSAGE], "crash", list(ranks),

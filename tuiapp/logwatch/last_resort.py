@@ -392,3 +392,35 @@ def last_resort(body: list[str]) -> tuple[str, int] | None:
         if mark is not None and (best is None or mark[1] > best[1]):
             best = (mark[0], mark[1], i)
     return None if best is None else (best[0], best[2])
+
+
+_DIGITS_RE = re.compile(r"0x[0-9a-fA-F]+|\d+")
+
+
+def _shape(line: str) -> str:
+    return _DIGITS_RE.sub("n", line.strip().lower())[:160]
+
+
+def separate_marks(body: list[str], decisive: int) -> list[int]:
+    """The other lines of a record no rule matched that report a failure of their own: a paste, or a
+    process whose format no rule knows, joins several into one record (two srun errors of a checklist,
+    a GPU lost and, ten lines on, a tool failing to read it). A line counts when it bears a mark
+    stronger than a failure word, follows a line without one (consecutive error lines are one burst:
+    one incident) and its text, numbers aside, is neither the decisive line's nor one taken before; a
+    traceback, and a line indented under another, are parts of one failure."""
+    lines = body[:64]
+    if any('File "' in b and _FRAME_RE.search(b) for b in lines):
+        return []
+    seen = {_shape(lines[decisive])}
+    apart = []
+    after_mark = False
+    for i, b in enumerate(lines):
+        mark = None if b[:1].isspace() and i != decisive else line_mark(b)
+        if mark is not None and i != decisive and not after_mark and mark[1] >= _RANK["level"]:
+            # (a failure word alone is too weak to stand apart: a person's sentence has them)
+            shape = _shape(b)
+            if shape not in seen:
+                seen.add(shape)
+                apart.append(i)
+        after_mark = mark is not None or i == decisive
+    return apart

@@ -599,7 +599,9 @@ class LogWatcher:
             self._fragment = (rec, finding, text)
             rec.extra["incident"] = None
             return
-        if finding is not None:
+        if finding is not None and finding.apart and into is None:
+            into = self._add_apart(rec, finding, text)
+        elif finding is not None:
             into = self._add_finding(rec, finding, text, into)
         elif _SHUTDOWN_RE.match(rec.body[0]):
             self._grouper.note_shutdown(rec.log_t, rec.last_wall)
@@ -615,6 +617,23 @@ class LogWatcher:
             self._grouper.add(finding.death, ranks, rec.line_no, text, rec.log_t, rec.last_wall,
                               sig_line=_line_of(rec, finding.death.line_index))
         return into
+
+    def _add_apart(self, rec: Record, finding: Finding, text: str) -> Any:
+        """A record that holds several failures of its own (last_resort.separate_marks): each is an
+        incident that starts at its own line, as if it had been a record of its own."""
+        ranks = [rec.tp] if rec.tp is not None else finding.ranks
+        at = _line_of(rec, finding.line_index)
+        first = self._grouper.add(finding, ranks, at, text, rec.log_t, rec.last_wall, sig_line=at)
+        for j in finding.apart:
+            other = classify([rec.body[j]])
+            if other is None:
+                continue
+            # (not a follow-up of the failure beside it, nor of a death before it: its own)
+            other.generic, other.knock_on = False, ""
+            at = _line_of(rec, j)
+            self._grouper.add(other, ranks, at, rec.texts[j] if j < len(rec.texts) else text, rec.log_t,
+                              rec.last_wall, sig_line=at)
+        return first
 
     def _release_fragment(self) -> None:
         held, self._fragment = self._fragment, None
