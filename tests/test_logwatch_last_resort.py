@@ -74,6 +74,10 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("DeepEP dispatch forwarder timeout (RDMA meta), channel: 4, RDMA: 0, nvl: 7, src RDMA lane: 1", "error"),
     ("   **JobState=FAILED Reason=NonZeroExitCode** Dependency=(null)", "crash"),
     ("0.51.940.248 I srv  log_server_response: rid  | GET /v1/models 127.0.0.1:42298 | status 503 | cost 6.24s", "error"),
+    # sacct's row of a step that ran out of memory; an assertion macro of C code; UCX's banner, padded
+    ("[JOBID].0    python3.12               default          1 OUT_OF_ME+    0:125", "crash"),
+    ("................GGML_ASSERT: D:/a/ggml-cuda.cu:5925: false", "crash"),
+    ("==== backtrace (tid:  31212) ====", "crash"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -123,6 +127,7 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     # a timeout as a setting, a job that completed
     "python -m sglang.launch_server --timeout 600", "timeout=30", "the timeout is 30 s", "set a timeout of 10 s",
     "   JobState=COMPLETED Reason=None Dependency=(null)",
+    "12345.0    python  debug  default  1  COMPLETED  0:0", "#define GGML_ASSERT(x) do {} while (0)",
 ])
 def test_a_harmless_line_has_no_mark(line: str) -> None:
     assert line_mark(line) is None

@@ -184,8 +184,13 @@ _DEATH = _parts(
     (("panic",), r"\bpanicked at\b|\bpanic: "),
     # Slurm's record of a job that ended badly (scontrol show job, sacct -o JobState)
     (("JobState=",), r"\bJobState=(?:FAILED|NODE_FAIL|BOOT_FAIL|OUT_OF_MEMORY|DEADLINE)\b"),
+    # a row of sacct's table for a step that ended badly: the state (cut to its column: "OUT_OF_ME+") and
+    # the exit code and signal ("0:125")
+    (("FAIL", "OUT_OF_ME"), r"\b(?:FAILED|NODE_FAIL|BOOT_FAIL|OUT_OF_ME(?:MORY|\+))\s+\d+:\d+\s*$"),
     # UCX's crash handler ("==== backtrace (tid:2330856) ====")
-    (("backtrace",), r"=+ backtrace \(tid: ?\d+\) =+"),
+    (("backtrace",), r"=+ backtrace \(tid:\s*\d+\) =+"),
+    # a C/C++ assertion macro that failed ("GGML_ASSERT: ggml-cuda.cu:5925: false", "NVSHMEMI_ASSERT(...) failed")
+    (("_ASSERT",), r"\b[A-Z][A-Z0-9]*_ASSERT\w*(?:: \S|\(.*\) failed)"),
     (("died", "killed", "dead"),
      r"\b(?:process|worker|actor|engine|scheduler|child)\b[^.]{0,40}\b(?:died|was killed|is dead)\b"
      r"|\b(?:marked|is) as dead\b"),
@@ -251,7 +256,7 @@ _EXIT_LINE_RE = re.compile(r"(?:^|\s)((?:\w+\.)*(?:KeyboardInterrupt|SystemExit|
                            r"|StopIteration|StopAsyncIteration))(?::.*)?$")
 # the marks' letters: a line without any is skipped without a regex
 _HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "DOWN", "Down", "down",
-          "cut here", "(E", "ouldn't", "imes out", "imeout", "IMEOUT", "JobState=", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead", "StackTrace", "backtrace", "❌", "✗", "✘",
+          "cut here", "(E", "ouldn't", "imes out", "imeout", "IMEOUT", "JobState=", "OUT_OF_ME", "_ASSERT", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead", "StackTrace", "backtrace", "❌", "✗", "✘",
           "💥", "0x", "status", "HTTP/", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic",
           "died", "killed", "ould not", "nable to", "bort", "imed out", "level", "severity", "Fault", "Exhausted",
