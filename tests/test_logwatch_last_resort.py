@@ -78,6 +78,8 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("[JOBID].0    python3.12               default          1 OUT_OF_ME+    0:125", "crash"),
     ("................GGML_ASSERT: D:/a/ggml-cuda.cu:5925: false", "crash"),
     ("==== backtrace (tid:  31212) ====", "crash"),
+    # a supervisor's record of a child that died, at its INFO level
+    ("2012-03-08 12:06:36,177 INFO exited: webserver (exit status 1; not expected)", "crash"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -128,6 +130,7 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     "python -m sglang.launch_server --timeout 600", "timeout=30", "the timeout is 30 s", "set a timeout of 10 s",
     "   JobState=COMPLETED Reason=None Dependency=(null)",
     "12345.0    python  debug  default  1  COMPLETED  0:0", "#define GGML_ASSERT(x) do {} while (0)",
+    "2012-03-08 12:06:36,177 INFO exited: webserver (exit status 0; expected)",
 ])
 def test_a_harmless_line_has_no_mark(line: str) -> None:
     assert line_mark(line) is None
@@ -238,3 +241,11 @@ def test_a_paste_holding_several_failures_gives_each_its_own_incident_at_its_lin
     tb = ('  File "/x/a.py", line 3, in f\n    g()\n  File "/x/b.py", line 9, in g\n    raise X\n'
           "ERROR: first\nERROR: second thing\n")
     assert len(scan_text(tb)) == 1
+
+
+def test_dmesg_lines_are_records_of_their_own() -> None:
+    text = ("[ 2399.645506] amdgpu: amdgpu_amdkfd_restore_userptr_worker: Failed to resume KFD\n"
+            "[ 2400.100000] rfkill: input handler enabled\n"
+            "[ 2480.727732] amdgpu 0000:0e:00.0: amdgpu: ring comp_1.1.0 timeout, signaled seq=7, emitted seq=9\n")
+    got = scan_text(text)
+    assert got and got[0]["first_line"] == 1  # not the record of all three, read at its strongest line

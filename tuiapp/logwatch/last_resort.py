@@ -140,8 +140,10 @@ _OVERRIDING = _parts(
     (("CQE", "WR_FLUSH", "IBV_WC", "remote access"),
      r"\bCQE error\b|\bWR_FLUSH_ERR\b|\bIBV_WC_(?!SUCCESS)[A-Z_]+\b|\bremote access error\b"),
     (("leak",), r"\bleak(?:s|ed)? detected\b"),
-    (("nexpected", "unexpectedly"),
-     r"\b[Tt]ermination is unexpected\b|\b(?:terminated|exited|died|crashed) unexpectedly\b"),
+    (("nexpected", "unexpectedly", "not expected"),
+     r"\b[Tt]ermination is unexpected\b|\b(?:terminated|exited|died|crashed) unexpectedly\b"
+     # supervisord at INFO: "exited: webserver (exit status 1; not expected)"
+     r"|\bexited: \S+ \([^()]*; not expected\)"),
     (("own", "OWN"), r"\b(?:link|[Pp]ort)\b.{0,80}\b(?:state|status) (?:is )?(?:DOWN|Down|down)\b"),
 )
 # a server error answered to a request, in an access log or a structured field (whatever its level: access

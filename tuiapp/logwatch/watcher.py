@@ -80,6 +80,9 @@ _STANDALONE_RE = re.compile(
 # patterns below, tried only when a cheap substring test says the line may be one: these
 # regexes ran on every unprefixed line (tracebacks, frame dumps) and cost ~5% of feed time.
 _NVRM_RE = re.compile(r"(?:> )?(?:\[[^\]]{1,40}\] )?(?:kernel: )?NVRM: ")
+# dmesg's own stamp, seconds since boot ("[ 2480.727732] amdgpu ..."): the kernel prints a line at a time,
+# and lines of different reports (a ring timeout, a page fault 80 s later) must not join one record
+_DMESG_RE = re.compile(r"\[\s*\d+\.\d{6}\] ")
 # Unprefixed lines that begin output of their own (a dying process, the C++ runtime)
 # rather than continue the record before them.
 _RAW_START_RE = re.compile(
@@ -397,7 +400,8 @@ class LogWatcher:
             if m:
                 self._on_rank_line(int(m.group(1)), line, orig, text[m.end():], wall)
                 return
-        if _STANDALONE_RE.match(text) or ("NVRM: " in text and _NVRM_RE.match(text)):
+        if _STANDALONE_RE.match(text) or ("NVRM: " in text and _NVRM_RE.match(text)) or (
+                text[:1] == "[" and _DMESG_RE.match(text)):
             self._standalone(line, orig, wall, text)
             return
         if text[:1] == " " and "+ Exception Group Traceback" in text[:60]:
