@@ -80,6 +80,9 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("==== backtrace (tid:  31212) ====", "crash"),
     # a supervisor's record of a child that died, at its INFO level
     ("2012-03-08 12:06:36,177 INFO exited: webserver (exit status 1; not expected)", "crash"),
+    # a Kubernetes event of type Warning that something failed
+    ("  Warning  FailedScheduling   10h   default-scheduler   0/6 nodes are available: 6 Insufficient nvidia.com/gpu.",
+     "error"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -249,3 +252,13 @@ def test_dmesg_lines_are_records_of_their_own() -> None:
             "[ 2480.727732] amdgpu 0000:0e:00.0: amdgpu: ring comp_1.1.0 timeout, signaled seq=7, emitted seq=9\n")
     got = scan_text(text)
     assert got and got[0]["first_line"] == 1  # not the record of all three, read at its strongest line
+
+
+def test_a_log_glued_to_its_code_fence_and_xids_behind_a_bare_time_are_read() -> None:
+    (inc,) = scan_text("```53.26.801.941 E CUDA error: an illegal memory access was encountered\n")
+    assert inc["message"].endswith("an illegal memory access was encountered")
+    assert scan_text("```Shell\n```\n") == []
+    got = scan_text("19:14:43  NVRM: Xid (PCI:0000:1a:00): 13, Graphics Exception: ESR 0x57e7b0=0x81e0017\n"
+                    "19:15:34  NVRM: Xid (PCI:0000:9a:00): 31, pid=477445, name=python3, channel 0x00000002\n"
+                    "          MMU Fault: ENGINE GRAPHICS GPC0 UNRECOGNIZED_CLIENT faulted @ 0x182400_0030198d.\n")
+    assert [(i["kind"], i["first_line"]) for i in got] == [("xid", 1), ("xid", 2)]

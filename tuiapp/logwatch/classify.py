@@ -35,7 +35,7 @@ from tuiapp.logwatch.generic import (
     native_backtrace,
 )
 from tuiapp.logwatch.last_resort import last_resort, separate_marks
-from tuiapp.logwatch.prefix import CPP_LOG_RE
+from tuiapp.logwatch.prefix import CPP_LOG_RE, KERNEL_LINE_PREFIX
 from tuiapp.logwatch.quiet_exit import stops_quietly
 
 EXC_RE = re.compile(
@@ -152,7 +152,7 @@ RULES: list[Rule] = [
     _r("numerical", _E + r"probability tensor contains either \W?inf\W?, \W?nan\W? or element < 0",
        signature="numerical"),
     # kernel Xid events (dmesg or a journal fed through --log-cmd): one incident per Xid code
-    _r("xid", r"(?:\[[^\]]{1,40}\] )?(?:kernel: )?NVRM: Xid \(PCI:[\w:.]+\): \d+\b"),
+    _r("xid", KERNEL_LINE_PREFIX + r"NVRM: Xid \(PCI:[\w:.]+\): \d+\b"),
     # prefill/decode disaggregation: a request whose KV transfer or bootstrap failed
     # (Mooncake, NIXL); the server goes on, the request gets an error
     _r("transfer", r"(?:Decode|Prefill|Encode|Embedding) (?:transfer|bootstrap) failed for request\b",

@@ -132,7 +132,9 @@ class EnvelopeDetector:
                 break
             text = text[m.end():]
         if text[:3] in _FENCES:
-            return ""  # a code fence around a pasted log is not part of it
+            if _FENCE_LINE_RE.fullmatch(text):
+                return ""  # a code fence around a pasted log is not part of it
+            text = text[3:]  # (a paste glued the log's first line to the fence: "```53.26.801 E CUDA error: ...")
         return strip_ray(text)
 
     def _decide(self, final: bool) -> None:
@@ -169,6 +171,8 @@ class EnvelopeDetector:
 
 _JSON_LAYERS = ("docker_json", "json")
 _FENCES = ("```", "~~~")
+# a fence alone, or with its info string ("```Shell", "~~~ text")
+_FENCE_LINE_RE = re.compile(r"(?:```|~~~)[`~]*\s*[\w+#.-]*\s*")
 
 
 def _json_log(text: str) -> str:

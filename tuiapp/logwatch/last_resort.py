@@ -145,6 +145,9 @@ _OVERRIDING = _parts(
      # supervisord at INFO: "exited: webserver (exit status 1; not expected)"
      r"|\bexited: \S+ \([^()]*; not expected\)"),
     (("own", "OWN"), r"\b(?:link|[Pp]ort)\b.{0,80}\b(?:state|status) (?:is )?(?:DOWN|Down|down)\b"),
+    # a Kubernetes event of type Warning that says something failed ("Warning  FailedScheduling  10h  ...
+    # 0/6 nodes are available: 6 Insufficient nvidia.com/gpu", "Warning  BackOff", "Warning  Unhealthy")
+    (("Warning ",), r"\bWarning {1,}(?:Failed\w*|BackOff|Unhealthy|Evicted|OOMKilling|NodeNotReady)\b"),
 )
 # a server error answered to a request, in an access log or a structured field (whatever its level: access
 # logs are INFO, and the field may sit in a quoted list: "['http_status:500', 'http_method:POST']")
@@ -257,7 +260,7 @@ _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|mess
 _EXIT_LINE_RE = re.compile(r"(?:^|\s)((?:\w+\.)*(?:KeyboardInterrupt|SystemExit|CancelledError|GeneratorExit"
                            r"|StopIteration|StopAsyncIteration))(?::.*)?$")
 # the marks' letters: a line without any is skipped without a regex
-_HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "DOWN", "Down", "down",
+_HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "Warning ", "DOWN", "Down", "down",
           "cut here", "(E", "ouldn't", "imes out", "imeout", "IMEOUT", "JobState=", "OUT_OF_ME", "_ASSERT", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead", "StackTrace", "backtrace", "❌", "✗", "✘",
           "💥", "0x", "status", "HTTP/", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic",

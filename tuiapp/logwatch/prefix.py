@@ -26,6 +26,9 @@ _TAG_RE = re.compile(r"((?:[A-Z]+_)*[A-Z]{2,})(\d+)")
 TORCH_RANK_RE = re.compile(r"\[rank(\d+)\]: ?")
 # c10 logging: "[E1129 10:00:00.123456789 ProcessGroupNCCL.cpp:632] ". glog writes the month
 # without a leading zero, so February 10 is "E210" and November 29 is "E1129".
+# what may stand before a kernel line's "NVRM: " or "Xid": dmesg's stamp or a journal's bracketed field,
+# a paste's bare time ("19:14:43  NVRM: Xid ..."), the journal's "kernel: "
+KERNEL_LINE_PREFIX = r"(?:> )?(?:\[[^\]]{1,40}\] |\d\d:\d\d:\d\d(?:\.\d+)? +)?(?:kernel: )?"
 CPP_LOG_RE = re.compile(r"\[([IWEF])(\d{3,4}) ([\d:.]+) (?:\d+ )?[\w./-]+:\d+\] ?")
 
 

@@ -47,6 +47,7 @@ from tuiapp.logwatch.grouping import AlertGrouper
 from tuiapp.logwatch.lines import Line, LineSplitter
 from tuiapp.logwatch.prefix import (
     CPP_LOG_RE,
+    KERNEL_LINE_PREFIX,
     TORCH_RANK_RE,
     epoch_s,
     parse_c10_prefix,
@@ -79,7 +80,7 @@ _STANDALONE_RE = re.compile(
 # kernel lines (dmesg, a journal) fed through --log-cmd: each its own record. Like the
 # patterns below, tried only when a cheap substring test says the line may be one: these
 # regexes ran on every unprefixed line (tracebacks, frame dumps) and cost ~5% of feed time.
-_NVRM_RE = re.compile(r"(?:> )?(?:\[[^\]]{1,40}\] )?(?:kernel: )?NVRM: ")
+_NVRM_RE = re.compile(KERNEL_LINE_PREFIX + "NVRM: ")
 # dmesg's own stamp, seconds since boot ("[ 2480.727732] amdgpu ..."): the kernel prints a line at a time,
 # and lines of different reports (a ring timeout, a page fault 80 s later) must not join one record
 _DMESG_RE = re.compile(r"\[\s*\d+\.\d{6}\] ")
