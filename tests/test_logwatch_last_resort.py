@@ -80,6 +80,10 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("==== backtrace (tid:  31212) ====", "crash"),
     # a supervisor's record of a child that died, at its INFO level
     ("2012-03-08 12:06:36,177 INFO exited: webserver (exit status 1; not expected)", "crash"),
+    # the operating system refusing a step, whatever level the program filed it at
+    ("* `LMCache WARNING: Remote connection failed in contains: [Errno 32] Broken pipe`", "error"),
+    ("libfabric:22102:1638393161:verbs:ep_ctrl:vrb_ep_enable():884<warn> rdma_create_qp: Cannot allocate memory (12)",
+     "error"),
     # a Kubernetes event of type Warning that something failed
     ("  Warning  FailedScheduling   10h   default-scheduler   0/6 nodes are available: 6 Insufficient nvidia.com/gpu.",
      "error"),

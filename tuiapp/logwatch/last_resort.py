@@ -137,6 +137,11 @@ _DEVICES = ("NCCL", "RCCL", "HCCL", "Gloo", "NRT", "XLA", "HSA", "ROCm", "cuDNN"
 # network link or port that is down (RDMA, NCCL's transport)
 _OVERRIDING = _parts(
     (("NCCL WARN",), r"\bNCCL WARN\b"),
+    # the operating system refusing a step outright, however the program filed it: a pipe or a connection
+    # the peer broke, memory that could not be had ("WARNING: Remote connection failed in contains: [Errno 32]
+    # Broken pipe", libfabric's "<warn> rdma_create_qp: Cannot allocate memory (12)")
+    (("Broken pipe", "reset by peer", "allocate memory", "No space left"),
+     r"\b(?:Broken pipe|Connection reset by peer|Cannot allocate memory|No space left on device)\b"),
     (("CQE", "WR_FLUSH", "IBV_WC", "remote access"),
      r"\bCQE error\b|\bWR_FLUSH_ERR\b|\bIBV_WC_(?!SUCCESS)[A-Z_]+\b|\bremote access error\b"),
     (("leak",), r"\bleak(?:s|ed)? detected\b"),
@@ -260,7 +265,7 @@ _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|mess
 _EXIT_LINE_RE = re.compile(r"(?:^|\s)((?:\w+\.)*(?:KeyboardInterrupt|SystemExit|CancelledError|GeneratorExit"
                            r"|StopIteration|StopAsyncIteration))(?::.*)?$")
 # the marks' letters: a line without any is skipped without a regex
-_HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "Warning ", "DOWN", "Down", "down",
+_HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "Warning ", "Broken pipe", "reset by peer", "allocate memory", "No space left", "DOWN", "Down", "down",
           "cut here", "(E", "ouldn't", "imes out", "imeout", "IMEOUT", "JobState=", "OUT_OF_ME", "_ASSERT", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead", "StackTrace", "backtrace", "❌", "✗", "✘",
           "💥", "0x", "status", "HTTP/", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic",
