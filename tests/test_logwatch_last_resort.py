@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from logwatch_helpers import scan_text
 
-from tuiapp.logwatch.last_resort import last_resort, line_mark
+from tuiapp.logwatch.last_resort import last_resort, line_mark, separate_marks
 
 # prefixes no envelope knows (a job runner's tag and time, a viewer's line number, a relay's tag)
 _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 2024-05-11 14:10:52.227 "]
@@ -266,3 +266,11 @@ def test_a_log_glued_to_its_code_fence_and_xids_behind_a_bare_time_are_read() ->
                     "19:15:34  NVRM: Xid (PCI:0000:9a:00): 31, pid=477445, name=python3, channel 0x00000002\n"
                     "          MMU Fault: ENGINE GRAPHICS GPC0 UNRECOGNIZED_CLIENT faulted @ 0x182400_0030198d.\n")
     assert [(i["kind"], i["first_line"]) for i in got] == [("xid", 1), ("xid", 2)]
+
+
+def test_a_long_record_whose_decisive_line_is_past_the_lines_read_for_others() -> None:
+    # (the generic layer may decide on a line past the first 64 the last resort looks at)
+    body = ["ERROR: first thing went wrong", *[f"detail {i}" for i in range(70)], "ERROR: second thing went wrong"]
+    assert separate_marks(body, len(body) - 1) == [0]
+    got = scan_text("\n".join(body) + "\n")
+    assert got

@@ -426,7 +426,7 @@ def separate_marks(body: list[str], decisive: int) -> list[int]:
     lines = body[:64]
     if any('File "' in b and _FRAME_RE.search(b) for b in lines):
         return []
-    seen = {_shape(lines[decisive])}
+    seen = {_shape(body[decisive])} if decisive < len(body) else set()
     apart = []
     after_mark = False
     for i, b in enumerate(lines):
