@@ -84,6 +84,10 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("* `LMCache WARNING: Remote connection failed in contains: [Errno 32] Broken pipe`", "error"),
     ("libfabric:22102:1638393161:verbs:ep_ctrl:vrb_ep_enable():884<warn> rdma_create_qp: Cannot allocate memory (12)",
      "error"),
+    # a result table's Fail, a daemon's HTTP code, glog with the year in its date
+    ("|                           | Fail - GPU: 0                                  |", "error"),
+    ("(HTTP code 500) server error - failed to create task for container: failed to create shim task", "error"),
+    ("   `E20260821 12:30:19.448818 rdma_transport.cpp:827] RdmaTransport: No available RNIC`  ", "error"),
     # a Kubernetes event of type Warning that something failed
     ("  Warning  FailedScheduling   10h   default-scheduler   0/6 nodes are available: 6 Insufficient nvidia.com/gpu.",
      "error"),

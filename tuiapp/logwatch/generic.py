@@ -51,9 +51,10 @@ _LEVEL_RE = (
     r"|(?:\[[^\]]{1,40}\]\s*){1,3}\[(?:error|fatal|critical)\]"
     # tracing once the timestamp went with the envelope: "ERROR sglang_router_rs::x: msg"
     r"|(?:ERROR|FATAL) +[\w:]+(?:[\w:]*::\w+)?: "
-    # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal); the same with a space after the
+    # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal; newer ones put the year in: "E20260821"); the
+    # same with a space after the
     # level and no pid ("E 08-31 21:02:44 subprocess_utils.py:84] msg": SkyPilot)
-    r"|[EF]\d{4} \d\d:\d\d:\d\d\.\d+ +(?:\d+ +)?[\w./-]+:\d+\] "
+    r"|[EF](?:\d{4}|\d{8}) \d\d:\d\d:\d\d\.\d+ +(?:\d+ +)?[\w./-]+:\d+\] "
     r"|[EF] \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w./-]+:\d+\] "
     # logrus's text format (the docker CLI, containerd, Go tools): "ERRO[0000] msg", "FATA[2024-...] msg"
     r"|(?:ERRO|FATA|PANI)\[[^\]]{1,40}\] +\S"

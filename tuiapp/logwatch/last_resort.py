@@ -46,7 +46,7 @@ _ERROR_LEVELS = frozenset({"ERROR", "ERRO", "ERR", "FATAL", "FATA", "FTL", "CRIT
 # glog/absl/c10's own format ("I0521 12:00:00.1 file.cc:N]", "[W516 12:46:57.4 x.cpp:N]", "E 08-31
 # 21:02:44 x.py:84]", TensorFlow's "<date>: E path/x.cc:N]"): the generic layer reads its level
 # (and knows which E lines are noise), wherever the line's prefix put it
-_GLOG_RE = re.compile(r"(?:^|[\s\[:])([IWEFV])(?:\d{3,4} [\d:.]+|\s\d\d-\d\d [\d:.]+|)\s+(?:\d+\s+)?"
+_GLOG_RE = re.compile(r"(?:^|[\s\[:`])([IWEFV])(?:(?:\d{3,4}|\d{8}) [\d:.]+|\s\d\d-\d\d [\d:.]+|)\s+(?:\d+\s+)?"
                       r"[\w./-]+\.(?:cc|cpp|h|py|c|cu|go):\d+\]")
 # spdlog as Ray's C++ processes print it: "[2022-04-12 13:46:39,948 C 74 74] (raylet) node_manager.cc:170: ..."
 _SPDLOG_RE = re.compile(r"\[\d{4}-\d\d-\d\d [\d:,.]+ ([IWECFD]) \d+ \d+\]")
@@ -158,10 +158,10 @@ _OVERRIDING = _parts(
 # logs are INFO, and the field may sit in a quoted list: "['http_status:500', 'http_method:POST']")
 # (an error object's code, "{"code":500,"message":...}"; an access line that ends in the status,
 # "request: POST /v1/chat/completions 127.0.0.1 500", as llama.cpp's server and many proxies write it)
-_HTTP_5XX_RE = re.compile(r"\b(?:http_status|status_code|status|response_code)[\"']?\s*[:=]?\s*[\"']?5\d\d\b"
+_HTTP_5XX_RE = re.compile(r"\b(?:http_status|status_code|status|response_code|HTTP code|HTTP status)[\"']?\s*[:=]?\s*[\"']?5\d\d\b"
                           r"|HTTP/\d(?:\.\d)?\"? 5\d\d\b|\"code\"\s*:\s*5\d\d\b"
                           r"|\b(?:GET|POST|PUT|PATCH|DELETE) /\S*(?: \S+){0,3} 5\d\d\s*$")
-_HTTP_NEEDS = ("status", "HTTP/", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /")
+_HTTP_NEEDS = ("status", "HTTP/", "HTTP code", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /")
 _DEVICE = _parts(
     (_DEVICES, r"\b(?:NCCL|RCCL|HCCL|Gloo|NRT|NRTD|XLA|HSA|ROCm|cuDNN|CUBLAS|cuBLAS|CUDA|Cuda|cuda|HIP|hip|UR|SYCL)"
                r"(?: \w+){0,2} (?:failure|error|Error|ERROR|failed)\b|\b(?:nccl|cuda|hip)Error\w+|\bnccl\w+Error\b"),
@@ -218,6 +218,8 @@ _GLOG_NEEDS = (".cc:", ".cpp:", ".h:", ".py:", ".c:", ".cu:", ".go:")
 _SOFT_RE = re.compile(
     r"(?<![\w.])(?:[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Ee]rror|[Ff]atal|[Cc]ould not|[Cc]ouldn't|[Uu]nable to"
     r"|[Aa]borted|[Tt]imed out|[Tt]imes out|[Cc]orrupt(?:ed|ion)"
+    # a check's result in a table ("| Fail - GPU: 0 |", "FAIL |"; SGLang's own "Fail to set RLIMIT_NOFILE" is advice)
+    r"|(?:Fail|FAIL)(?=\s+-\s|\s*\||\s*$)"
     # a timeout that happened ("dispatch forwarder timeout (RDMA meta)", "Timeout waiting for rank 3"), not a
     # setting ("--timeout 600", "timeout=30", "timeout is 30 s", "a timeout of 10 s")
     r"|(?<![-_=])(?:[Tt]imeout|TIMEOUT)(?![\w=:-]|\s*[=:]|\s+(?:\d|is|of|set|to|value|in|for|after|must|can|may|should)\b)"
@@ -267,7 +269,7 @@ _EXIT_LINE_RE = re.compile(r"(?:^|\s)((?:\w+\.)*(?:KeyboardInterrupt|SystemExit|
 # the marks' letters: a line without any is skipped without a regex
 _HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "Warning ", "Broken pipe", "reset by peer", "allocate memory", "No space left", "DOWN", "Down", "down",
           "cut here", "(E", "ouldn't", "imes out", "imeout", "IMEOUT", "JobState=", "OUT_OF_ME", "_ASSERT", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead", "StackTrace", "backtrace", "❌", "✗", "✘",
-          "💥", "0x", "status", "HTTP/", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
+          "💥", "0x", "status", "HTTP/", "HTTP code", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
           "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic",
           "died", "killed", "ould not", "nable to", "bort", "imed out", "level", "severity", "Fault", "Exhausted",
           "error]", "fatal]")
