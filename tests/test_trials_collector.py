@@ -39,3 +39,16 @@ def test_pcie_counts_only_samples_whose_interval_lies_within_the_benchmark():
     collector.observe(sample(101.75, 4.0))  # 4 Hz: counts as well
     collector.observe(sample(101.6, 9.0, index=1))  # GPU 1's first sample: no interval known
     assert collector.pcie_avg_peak() == (3e9, 4e9)
+
+
+def test_what_a_server_prints_after_we_stopped_it_never_judges_the_trial():
+    collector = TrialCollector()
+    collector.observe(Alert(t_s=1, alert_kind="error", message="before the stop", first_line=10, alert_id=1))
+    collector.stop_line = 20  # a ready timeout: we stopped a server that was still running
+    collector.observe(Alert(t_s=2, alert_kind="keyerror", message="KeyError: 'x'", first_line=21, alert_id=2))
+    assert collector.first_alert().message == "before the stop"
+    assert len(collector.alerts) == 2  # (still in the row's alerts)
+    only_after = TrialCollector()
+    only_after.stop_line = 20
+    only_after.observe(Alert(t_s=2, alert_kind="keyerror", message="KeyError: 'x'", first_line=21, alert_id=2))
+    assert only_after.first_alert() is None  # the trial is judged by its timeout

@@ -235,3 +235,34 @@ async def test_a_ledger_that_cannot_be_written_does_not_stop_the_plan(tmp_path):
     events = sub.drain()
     assert [e.name for e in events if isinstance(e, TrialResult)] == ["only", "broken"]
     assert any(isinstance(e, Note) and "ledger not saved" in e.text for e in events)
+
+
+@pytest.mark.slow
+async def test_a_ready_timeout_stays_the_verdict_whatever_the_stopped_server_prints(tmp_path):
+    # Our SIGINT cuts the server's start short; its dying traceback (a KeyError of an import the
+    # signal cut) is the stop's doing: the trial timed out, and the traceback stays in its alerts.
+    import sys
+
+    from tuiapp.server.ports import free_port
+    from tuiapp.trials.campaign import build_trials_session
+    from tuiapp.trials.ledger import Ledger
+    from tuiapp.trials.plan import load_plan
+    from tuiapp.trials.runner import RunnerOptions
+
+    fake = DATA.parent / "server" / "fake_server.py"
+    plan_path = tmp_path / "plan.toml"
+    plan_path.write_text(
+        "[baseline]\n"
+        'name = "hangs"\n'
+        f'command = "{sys.executable} {fake} --ready-after 30 --no-ready-line --stop-error"\n'
+        f"flags = {{ port = {free_port()} }}\n"
+        "timeouts = { ready_s = 1, run_s = 10 }\n")
+    plan = load_plan(plan_path)
+    ledger = Ledger()
+    options = RunnerOptions(ledger_path=tmp_path / "l.json", telemetry="off", preflight=False)
+    session, _runner = build_trials_session(plan, plan.all(), ledger, options)
+    await asyncio.wait_for(session.run_sources(), 30)
+    row = ledger.rows["hangs"]
+    assert row.status == "timeout", (row.status, row.first_error, row.alerts)
+    assert "ready timeout" in row.first_error
+    assert [a["kind"] for a in row.alerts] == ["keyerror"]

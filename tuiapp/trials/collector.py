@@ -35,6 +35,10 @@ class TrialCollector:
         # alerts) gets a fresh negative key, since each such alert is an incident of its own
         self.alerts: dict[int, Alert] = {}
         self._order: list[int] = []
+        # set when we stop a server that is still running (a ready or run timeout): the log's
+        # line count then. What it prints after (a traceback of an import our SIGINT cut, say)
+        # is our stop's doing and never the trial's verdict; it stays in the row's alerts.
+        self.stop_line: int | None = None
         self.runs: list[RunFigures] = []
         self.points: list[PointDone] = []  # load points of a sweep or an open-loop trial
         self.summary: BenchSummary | None = None
@@ -116,6 +120,8 @@ class TrialCollector:
     def first_alert(self) -> Alert | None:
         """The root cause: the earliest specific alert in the log, else the earliest alert."""
         alerts = [(self.alerts[key], seen) for seen, key in enumerate(self._order)]
+        if self.stop_line is not None:
+            alerts = [(a, seen) for a, seen in alerts if a.first_line is None or a.first_line <= self.stop_line]
         if not alerts:
             return None
 

@@ -287,6 +287,8 @@ class PlanRunner:
 
                 helpers.append(asyncio.create_task(run_host_sampler(observe, server_pid=server.pid)))
             if not await server.wait_ready():
+                if server.returncode is None:
+                    collector.stop_line = watcher.lines  # a timeout: we stop it, it did not fail
                 # an exited server's output is all in by now (the launcher drains it first)
                 return "stopped" if self._user_stopped else "not_ready"
             found = await _publish_server_info(observe, url, api_key, http.aio, model=cfg.bench.model)
@@ -311,6 +313,8 @@ class PlanRunner:
                 done = {died}
             collector.benchmarking = False
             if bench_task not in done:
+                if died not in done and down not in done:
+                    collector.stop_line = watcher.lines  # a run timeout or a stop: what follows is ours
                 bench.stop()
                 bench_task.cancel()
                 await asyncio.gather(bench_task, return_exceptions=True)

@@ -67,7 +67,17 @@ def main() -> int:
     ap.add_argument("--stubborn", action="store_true", help="ignore SIGINT/SIGTERM, with grandchildren that do too")
     ap.add_argument("--run-for", type=float, default=60.0)
     ap.add_argument("--role", default="server")
+    ap.add_argument("--stop-error", action="store_true",
+                    help="on SIGINT, die with a KeyError traceback (an import the signal cut short)")
     args = ap.parse_args()
+    if args.stop_error:
+        def cut_short(_sig, _frame):
+            log("Traceback (most recent call last):\n"
+                '  File "<frozen importlib._bootstrap>", line 1176, in _find_and_load\n'
+                "KeyError: 'sglang.srt.managers.scheduler'")
+            sys.exit(1)
+
+        signal.signal(signal.SIGINT, cut_short)
 
     if args.role != "server":  # a child: a rank or a stubborn helper
         if args.stubborn:
