@@ -5,6 +5,7 @@ starts it like a real SGLang server instead). Output is collected by reader thre
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
 import sys
 import threading
@@ -12,7 +13,12 @@ import time
 
 import httpx
 
-from tuiapp.server.ports import free_port
+
+def free_port() -> int:
+    # The simulator stands apart from the product, so it binds port 0 itself.
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 class SimProcess:
