@@ -256,7 +256,7 @@ class Finding:
     # the launcher's diagnostics after a child died)
     knock_on: str = ""
     generic: bool = False  # read by the generic layer: a burst of such lines is one incident
-    # other lines of the record that the last resort reads as failures of their own (a paste)
+    # other lines of the record that the generic layer or the last resort read as failures of their own
     apart: list[int] = field(default_factory=list)
     # a native backtrace without its head: part of the failure that follows it at once, if one does
     fragment: bool = False
