@@ -129,7 +129,7 @@ def test_crash_at_a_time_without_traffic():
     with SimProcess(BASE + ["--sim-fault", "crash@0.2"], speed=200) as sim:
         rc = sim.wait_exit()
         err = sim.stderr
-    assert rc == -9
+    assert rc == -9 and "The server is fired up and ready to roll!" in err
     assert re.search(r"Subprocess scheduler_3 \(pid=\d+\) crashed with exit code -9\. Triggering SIGQUIT for cleanup\.\.\.", err)
     tail = after_sigquit(records(err))
     assert tail[:2] == [SIGQUIT_SERVING, SETTLE] and tail[-1].startswith("kill_process_tree called: ")
