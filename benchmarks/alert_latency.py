@@ -252,7 +252,6 @@ async def measure(args: argparse.Namespace) -> dict:
 
 def capacity(lines: int, seed: int) -> dict:
     """How many lines/s one watcher digests when it never waits for the writer."""
-
     rng = random.Random(seed)
     t = time.time()
     parts = []
@@ -266,7 +265,6 @@ def capacity(lines: int, seed: int) -> dict:
 def corpus_capacity(times: int) -> dict:
     """The watcher alone over the real logs under tests/data (every labelled corpus, failure-dense:
     the lines that reach the generic and last-resort layers), ``times`` over."""
-
     root = Path(__file__).resolve().parent.parent / "tests" / "data"
     return watcher_alone(b"".join(p.read_bytes().rstrip(b"\n") + b"\n" for p in sorted(root.glob("logs*/*.log"))) * times)
 

@@ -553,7 +553,7 @@ def classify(body: list[str]) -> Finding | None:
     best: tuple[float, Rule, int, str] | None = None
     death: tuple[int, Rule, int, str] | None = None
     native = False
-    resort = None
+    one_line = None  # read from one line of the record: other lines may be failures of their own
     for idx, line in cands:
         rule = _match(line)
         if rule is None:
@@ -584,14 +584,14 @@ def classify(body: list[str]) -> Finding | None:
                 return None
             best = (_BARE_RULE.prio, _BARE_RULE, 0, head)
         elif final is None:
-            best = resort = _generic(body, cands)
+            best = one_line = _generic(body, cands)
             best = best or (
                 _headless_exception(body, cands) or _cut_traceback(body, has_tb) if len(body) > 1 or has_tb else None)
             if best is None and len(body) > 1:
                 best = _native(body)
                 native = best is not None
             if best is None:
-                best = resort = _last_resort(body)
+                best = one_line = _last_resort(body)
             if best is None:
                 return None
         else:
@@ -640,8 +640,7 @@ def classify(body: list[str]) -> Finding | None:
             if ("Exit Code:" in b or "Reason:" in b or "Back-off" in b or "__terminate" in b) and i != idx and death_anywhere(b):
                 death = (1, _GENERIC_DEATH_RULE, i, b)
                 break
-    if resort is not None and len(body) > 1:
-        # the generic layer and the last resort read one line of a record: others may be failures of their own
+    if one_line is not None and len(body) > 1:
         f.apart = separate_marks(body, idx)
     if death is not None and rule.kind != "crash":
         _, drule, didx, dline = death

@@ -51,9 +51,8 @@ _LEVEL_RE = (
     r"|(?:\[[^\]]{1,40}\]\s*){1,3}\[(?:error|fatal|critical)\]"
     # tracing once the timestamp went with the envelope: "ERROR sglang_router_rs::x: msg"
     r"|(?:ERROR|FATAL) +[\w:]+(?:[\w:]*::\w+)?: "
-    # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal; newer ones put the year in: "E20260821"); the
-    # same with a space after the
-    # level and no pid ("E 08-31 21:02:44 subprocess_utils.py:84] msg": SkyPilot)
+    # glog "E0904 12:00:00.123  1234 file.cc:12] msg" (F = fatal; newer ones put the year in: "E20260821");
+    # the same with a space after the level and no pid ("E 08-31 21:02:44 subprocess_utils.py:84] msg": SkyPilot)
     r"|[EF](?:\d{4}|\d{8}) \d\d:\d\d:\d\d\.\d+ +(?:\d+ +)?[\w./-]+:\d+\] "
     r"|[EF] \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? [\w./-]+:\d+\] "
     # logrus's text format (the docker CLI, containerd, Go tools): "ERRO[0000] msg", "FATA[2024-...] msg"
@@ -237,7 +236,7 @@ _LOWER_LEVELS = ("INFO", "WARNING", "WARN", "DEBUG", "TRACE")
 
 def generic_error(line: str) -> bool:
     """A candidate line that reports a failure in a format no family knows."""
-    if len(line) < 40 and is_caption(line):
+    if is_caption(line):
         return False
     if _may_start(line) and GENERIC_ERROR_RE.match(line):
         if "| std" in line and (m := _RELAYED_RE.match(line)) is not None:

@@ -31,7 +31,10 @@ import re
 
 from tuiapp.logwatch.caption import is_caption
 from tuiapp.logwatch.catalogue import NOT_A_FAILURE
-from tuiapp.logwatch.quiet_exit import stops_quietly
+from tuiapp.logwatch.quiet_exit import EXIT_NAMES, stops_quietly
+
+# how many lines of a record are read
+MAX_LINES = 64
 
 # the first level a line names decides whether the marks after it count
 _LEVEL_TOKEN_RE = re.compile(
@@ -57,21 +60,6 @@ _OOM_ADVICE_RE = re.compile(r"\b(?:are|is) likely\b|\bmay (?:occur|happen)\b|\bt
 _OOM_RE = re.compile(r"\b(?:[Oo]ut of memory|OUT OF MEMORY|OutOfMemory\w*|OOM[- ]?[Kk]ill\w*)\b")
 _FRAME_RE = re.compile(r"File \"[^\"]+\", line \d+, in \S")
 _IPY_ARROW_RE = re.compile(r"\s*-{1,4}> ?\d+ ")
-
-
-def _source_beside(lines: list[str], i: int) -> bool:
-    """The frame at ``i`` has its source line after it, or the previous frame's before it: code indented
-    deeper than the frame, not a frame, not a message (whatever prefix both carry: an editor's line
-    numbers, "409   File ...", "410     ) = self.f(batch)")."""
-    col = lines[i].find('File "')
-    for j in (i - 1, i + 1):
-        if 0 <= j < len(lines):
-            b = lines[j]
-            code = b[col:].strip()
-            if len(b) > col and b[col].isspace() and code and not code.startswith(("File ", "Traceback")) \
-                    and ": " not in code:
-                return True
-    return False
 # Python's re tries every alternative at every position of a line, so a mark's alternatives are kept in
 # small patterns, each tried only when the line holds the text it needs (one pattern of them all cost
 # ~100 us on an ordinary NCCL INFO line).
@@ -135,13 +123,13 @@ _DEVICES = ("NCCL", "RCCL", "HCCL", "Gloo", "NRT", "XLA", "HSA", "ROCm", "cuDNN"
 # (KV transfer engines log them at WARN and go on failing); a leak a check found; a death the process's
 # supervisor reports at a warning level (Ray: "Raylet is terminated ... Termination is unexpected"); a
 # network link or port that is down (RDMA, NCCL's transport)
+_OS_NEEDS = ("Broken pipe", "reset by peer", "allocate memory", "No space left")
 _OVERRIDING = _parts(
     (("NCCL WARN",), r"\bNCCL WARN\b"),
     # the operating system refusing a step outright, however the program filed it: a pipe or a connection
     # the peer broke, memory that could not be had ("WARNING: Remote connection failed in contains: [Errno 32]
     # Broken pipe", libfabric's "<warn> rdma_create_qp: Cannot allocate memory (12)")
-    (("Broken pipe", "reset by peer", "allocate memory", "No space left"),
-     r"\b(?:Broken pipe|Connection reset by peer|Cannot allocate memory|No space left on device)\b"),
+    (_OS_NEEDS, r"\b(?:Broken pipe|Connection reset by peer|Cannot allocate memory|No space left on device)\b"),
     (("CQE", "WR_FLUSH", "IBV_WC", "remote access"),
      r"\bCQE error\b|\bWR_FLUSH_ERR\b|\bIBV_WC_(?!SUCCESS)[A-Z_]+\b|\bremote access error\b"),
     (("leak",), r"\bleak(?:s|ed)? detected\b"),
@@ -264,15 +252,16 @@ _PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|T
 _ZERO_RE = re.compile(r"(?i)\b0 (?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)(?:\s+\w+){0,2}\s*[=:]\s*0\b")
 _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|messages=|input_ids)")
 # an exception class that may say "stopped", printed without a message ("KeyboardInterrupt", "SystemExit: 1")
-_EXIT_LINE_RE = re.compile(r"(?:^|\s)((?:\w+\.)*(?:KeyboardInterrupt|SystemExit|CancelledError|GeneratorExit"
-                           r"|StopIteration|StopAsyncIteration))(?::.*)?$")
+_EXIT_LINE_RE = re.compile(r"(?:^|\s)((?:\w+\.)*(?:" + "|".join(sorted(EXIT_NAMES)) + r"))(?::.*)?$")
 # the marks' letters: a line without any is skipped without a regex
-_HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "Warning ", "Broken pipe", "reset by peer", "allocate memory", "No space left", "DOWN", "Down", "down",
-          "cut here", "(E", "ouldn't", "imes out", "imeout", "IMEOUT", "JobState=", "OUT_OF_ME", "_ASSERT", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead", "StackTrace", "backtrace", "❌", "✗", "✘",
-          "💥", "0x", "status", "HTTP/", "HTTP code", '"code"', "GET /", "POST /", "PUT /", "PATCH /", "DELETE /", "leak", "ail", "AIL", "atal", "ATAL", "RITICAL", "Traceback", "File \"", "xception",
-          "NCCL", "Cuda", "CUDA", "core dumped", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic",
-          "died", "killed", "ould not", "nable to", "bort", "imed out", "level", "severity", "Fault", "Exhausted",
-          "error]", "fatal]")
+_HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "Warning ",
+          "DOWN", "Down", "down", "cut here", "(E", "ouldn't", "imes out", "imeout", "IMEOUT", "JobState=",
+          "OUT_OF_ME", "_ASSERT", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead",
+          "StackTrace", "backtrace", "❌", "✗", "✘", "💥", "0x", "leak", "ail", "AIL", "atal", "ATAL",
+          "RITICAL", "Traceback", "File \"", "xception", "NCCL", "Cuda", "CUDA", "core dumped",
+          "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic", "died", "killed", "ould not",
+          "nable to", "bort", "imed out", "level", "severity", "Fault", "Exhausted", "error]", "fatal]",
+          *_OS_NEEDS, *_HTTP_NEEDS)
 
 
 _FORMAT_LOWER = frozenset({"INFO", "INF", "WARNING", "WARN", "WRN", "DEBUG", "DBG", "TRACE", "TRC", "NOTICE", "VERBOSE"})
@@ -383,9 +372,24 @@ def line_mark(line: str) -> tuple[str, int] | None:
     return "error", rank
 
 
+def _source_beside(lines: list[str], i: int) -> bool:
+    """The frame at ``i`` has its source line after it, or the previous frame's before it: code indented
+    deeper than the frame, not a frame, not a message (whatever prefix both carry: an editor's line
+    numbers, "409   File ...", "410     ) = self.f(batch)")."""
+    col = lines[i].find('File "')
+    for j in (i - 1, i + 1):
+        if 0 <= j < len(lines):
+            b = lines[j]
+            code = b[col:].strip()
+            if len(b) > col and b[col].isspace() and code and not code.startswith(("File ", "Traceback")) \
+                    and ": " not in code:
+                return True
+    return False
+
+
 def last_resort(body: list[str]) -> tuple[str, int] | None:
     """(kind, index of the decisive line) for a record no rule matched, or None."""
-    lines = body[:64]
+    lines = body[:MAX_LINES]
     frames = [i for i, b in enumerate(lines) if 'File "' in b and _FRAME_RE.search(b)]
     if len(frames) == 1 and _source_beside(lines, frames[0]):
         frames.append(frames[0])  # one frame with its source line: a piece of a traceback all the same
@@ -425,7 +429,7 @@ def separate_marks(body: list[str], decisive: int) -> list[int]:
     stronger than a failure word, follows a line without one (consecutive error lines are one burst:
     one incident) and its text, numbers aside, is neither the decisive line's nor one taken before; a
     traceback, and a line indented under another, are parts of one failure."""
-    lines = body[:64]
+    lines = body[:MAX_LINES]
     if any('File "' in b and _FRAME_RE.search(b) for b in lines):
         return []
     seen = {_shape(body[decisive])} if decisive < len(body) else set()

@@ -7,6 +7,8 @@ import re
 
 # an interrupt, a cancelled task, a generator closed: someone asked it to stop
 _STOPS = frozenset({"KeyboardInterrupt", "CancelledError", "GeneratorExit", "StopIteration", "StopAsyncIteration"})
+# the classes that may mean "stopped", whose line is often printed without a message
+EXIT_NAMES = _STOPS | {"SystemExit"}
 # "SystemExit", "SystemExit: 0", "SystemExit: None": a clean exit; "SystemExit: 1", "SystemExit: bad
 # config" is a process that gave up (sys.exit(1), exit("...")), a failure like any other
 _CLEAN_EXIT_RE = re.compile(r"SystemExit(?::\s*(?:0|None)?)?\s*$")

@@ -612,12 +612,16 @@ class LogWatcher:
             self._grouper.note_shutdown(rec.log_t, rec.last_wall)
         rec.extra["incident"] = into  # a piece that continues this one joins the same incident
 
-    def _add_finding(self, rec: Record, finding: Finding, text: str, into: Any = None) -> Any:
+    def _add_finding(self, rec: Record, finding: Finding, text: str, into: Any = None,
+                     at: int | None = None) -> Any:
+        """``at``: the line the incident starts at, when not the record's first (a failure of its own
+        inside a record, last_resort.separate_marks)."""
         # the record's own prefix says whose it is; ranks in the text (a peer named in
         # an NCCL message) count only for records without one
         ranks = [rec.tp] if rec.tp is not None else finding.ranks
-        into = self._grouper.add(finding, ranks, rec.line_no, text, rec.log_t, rec.last_wall, into=into,
-                                 sig_line=_line_of(rec, finding.line_index))
+        first_line, sig_line = (rec.line_no, _line_of(rec, finding.line_index)) if at is None else (at, at)
+        into = self._grouper.add(finding, ranks, first_line, text, rec.log_t, rec.last_wall, into=into,
+                                 sig_line=sig_line)
         if finding.death is not None:
             self._grouper.add(finding.death, ranks, rec.line_no, text, rec.log_t, rec.last_wall,
                               sig_line=_line_of(rec, finding.death.line_index))
@@ -626,18 +630,14 @@ class LogWatcher:
     def _add_apart(self, rec: Record, finding: Finding, text: str) -> Any:
         """A record that holds several failures of its own (last_resort.separate_marks): each is an
         incident that starts at its own line, as if it had been a record of its own."""
-        ranks = [rec.tp] if rec.tp is not None else finding.ranks
-        at = _line_of(rec, finding.line_index)
-        first = self._grouper.add(finding, ranks, at, text, rec.log_t, rec.last_wall, sig_line=at)
+        first = self._add_finding(rec, finding, text, at=_line_of(rec, finding.line_index))
         for j in finding.apart:
             other = classify([rec.body[j]])
             if other is None:
                 continue
             # (not a follow-up of the failure beside it, nor of a death before it: its own)
             other.generic, other.knock_on = False, ""
-            at = _line_of(rec, j)
-            self._grouper.add(other, ranks, at, rec.texts[j] if j < len(rec.texts) else text, rec.log_t,
-                              rec.last_wall, sig_line=at)
+            self._add_finding(rec, other, rec.texts[j] if j < len(rec.texts) else text, at=_line_of(rec, j))
         return first
 
     def _release_fragment(self) -> None:
