@@ -541,26 +541,41 @@ def test_a_500_in_the_same_second_joins_the_failure_it_reports() -> None:
     text = ('[2026-01-01 12:00:00] Traceback (most recent call last):\n  File "/a.py", line 1, in f\n'
             "ValueError: bad weights\n"
             '[2026-01-01 12:00:00] INFO:     127.0.0.1:1 - "POST /generate HTTP/1.1" 500 Internal Server Error\n')
-    assert [i["kind"] for i in scan_text(text)] == ["error"]
+    [inc] = scan_text(text)
+    assert inc["kind"] == "error" and inc["count"] == 1
+    # raised once, but told: the 500 is listed with its line
+    assert inc["joined"] == [[4, 'INFO:     127.0.0.1:1 - "POST /generate HTTP/1.1" 500 Internal Server Error']]
     later = text.replace("12:00:00] INFO", "12:00:05] INFO")
-    assert [i["kind"] for i in scan_text(later)] == ["error", "request"]
+    assert [(i["kind"], i["joined"]) for i in scan_text(later)] == [("error", []), ("request", [])]
 
 
 def test_the_launchers_eoferror_after_a_death_joins_it() -> None:
     text = ("[2026-01-01 12:00:00] Subprocess scheduler_0 (pid=1) crashed with exit code -9. Triggering SIGQUIT\n"
             'Traceback (most recent call last):\n  File "/sglang/launch_server.py", line 9, in main\n'
             "EOFError\n")
-    assert [i["kind"] for i in scan_text(text)] == ["crash"]
+    assert [(i["kind"], i["joined"]) for i in scan_text(text)] == [("crash", [[4, "EOFError"]])]
 
 
 def test_c10_lines_after_a_collective_failure_join_its_burst_uncounted() -> None:
     text = ("[rank0]:[E0314 09:12:00.417 ProcessGroupNCCL.cpp:632] [Rank 0] Watchdog caught collective operation "
             "timeout: WorkNCCL(SeqNum=1) ran for 600074 milliseconds before timing out.\n"
             "[rank0]:[E0314 09:12:00.418 ProcessGroupNCCL.cpp:684] [Rank 0] Some NCCL operations have failed.\n")
-    assert [(i["kind"], i["count"]) for i in scan_text(text)] == [("nccl", 1)]
+    assert [(i["kind"], i["count"], i["joined"]) for i in scan_text(text)] == [
+        ("nccl", 1, [[2, "Some NCCL operations have failed."]])]
     # c10 before it printed the date: its E/F lines of the process group are collective failures
     old = "[rank1]:[E ProcessGroupNCCL.cpp:1316] [PG 2 Rank 1] Heartbeat monitor timed out!\n"
     assert [i["kind"] for i in scan_text(old)] == ["nccl"]
+
+
+def test_a_burst_lists_each_other_line_once_and_at_most_max_joined() -> None:
+    from tuiapp.logwatch.grouping import MAX_JOINED
+
+    text = "".join(f"[2026-01-01 12:00:00] ERROR: shard {k % (MAX_JOINED + 4)} failed to load\n"
+                   for k in range(2 * (MAX_JOINED + 4)))
+    [inc] = scan_text(text)
+    # the burst is one incident; its other lines are told once each (the repeats are not), the first 16
+    assert [line for line, _ in inc["joined"]] == list(range(2, MAX_JOINED + 2))
+    assert len({m for _, m in inc["joined"]}) == MAX_JOINED
 
 
 # ------------------------------------------------------------------ the catalogue

@@ -172,4 +172,6 @@ def test_an_export_listing_the_newest_entry_first(log: Path, env: str, tmp_path:
     for inc in exp["incidents"]:
         inc["first_line"] = n + 1 - inc["first_line"]
         inc["signature_line"] = n + 1 - inc["signature_line"]
+        for pair in inc["joined"]:
+            pair[0] = n + 1 - pair[0]
     assert got == exp

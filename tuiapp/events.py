@@ -133,6 +133,10 @@ class Alert(_Event):
     # recordings written before this field read as 1
     count: int = 1
     dp_ranks: list[int] = Field(default_factory=list)  # DP ranks (a wedged rank seen in /v1/loads)
+    # (line, message) of the other failures that joined this one as its knock-ons or its burst (a
+    # 500 answered for it, the launcher's traceback after a death, the next ERROR line): told, not
+    # raised again; the first MAX_JOINED of them
+    joined: list[tuple[int, str]] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------- benchmark loop

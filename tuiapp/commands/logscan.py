@@ -49,6 +49,9 @@ def scan_file(path: str) -> dict:
             for key in ("first_line", "signature_line"):
                 if inc[key] is not None and 0 < inc[key] <= len(line_map):
                     inc[key] = line_map[inc[key] - 1]
+            for pair in inc["joined"]:
+                if 0 < pair[0] <= len(line_map):
+                    pair[0] = line_map[pair[0] - 1]
     summary["_lines"] = watcher.lines
     return summary
 
@@ -103,6 +106,7 @@ def _report(path: str, s: dict) -> str:
                 cause += f" x{inc['count']}"
             out.append(f"  #{inc['id']:<3} line {inc['first_line']:>7}  {inc['kind']:<11} ranks {ranks:<16} "
                        f"{inc['message']}{cause}")
+            out.extend(f"       line {line:>7}  then: {message}" for line, message in inc["joined"])
     return "\n".join(out)
 
 

@@ -40,6 +40,7 @@ KNOCK_ON_REQUEST_LINES = 40
 GENERIC_BURST_LINES = 8  # generic records this close (in lines) continue the same incident
 MAX_TRACEBACK_CHARS = 64 * 1024
 MAX_INCIDENTS = 10_000
+MAX_JOINED = 16  # knock-ons and follow-ups an incident lists (a burst of 500s is one line of it each)
 
 # Process-wide, so two watchers (e.g. a relaunch) never reuse an id on one bus.
 _alert_ids = itertools.count(1)
@@ -66,6 +67,7 @@ class Incident:
     last_line: int = 0  # where its latest record started
     generic: bool = False  # opened by the generic layer (no family knows it)
     count: int = 1  # records that reported it (each rank's, each failed request's)
+    joined: list[tuple[int, str]] = field(default_factory=list)  # (line, message): knock-ons, a burst
 
     def to_alert(self) -> Alert:
         return Alert(
@@ -80,6 +82,7 @@ class Incident:
             signature_line=self.signature_line,
             caused_by=self.caused_by,
             count=self.count,
+            joined=list(self.joined),
         )
 
 
@@ -268,7 +271,12 @@ class AlertGrouper:
             inc.ranks.extend(new)
             changed = True
         if not counted:
-            pass  # a knock-on: the incident keeps its own message
+            # a knock-on or the next line of a burst: the incident keeps its own message and
+            # lists this one, so a 500 answered for a death is told, not lost
+            if (not continued and f.message != inc.message and len(inc.joined) < MAX_JOINED
+                    and all(m != f.message for _, m in inc.joined)):
+                inc.joined.append((sig_line, f.message))
+                changed = True
         elif not continued and f.kind == inc.kind and f.specific > inc.specific:
             # a later line of the same burst says more (NVSHMEM's summary after its source lines)
             inc.message, inc.signature_line, inc.specific = f.message, sig_line, f.specific

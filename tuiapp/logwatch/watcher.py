@@ -360,7 +360,8 @@ class LogWatcher:
             {"id": k, "kind": i.kind, "ranks": sorted(i.ranks), "first_line": i.first_line,
              "signature_line": i.signature_line, "message": i.message,
              "caused_by": num.get(i.caused_by) if i.caused_by is not None else None,
-             "count": i.count}  # appended last: readers of the keys before it are unaffected
+             "count": i.count,  # appended last: readers of the keys before it are unaffected
+             "joined": [[line, message] for line, message in i.joined]}
             for k, i in enumerate(incs, 1)
         ]
 

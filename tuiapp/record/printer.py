@@ -322,6 +322,7 @@ class Printer:
                 # a growing count is printed at powers of two: a per-request failure stays a
                 # few lines however many requests fail
                 grown = ev.count != previous.count and ev.count & (ev.count - 1) == 0
+                grown |= len(ev.joined) > len(previous.joined)  # a knock-on told (at most MAX_JOINED)
                 if grown or ((set(ev.ranks), set(ev.nodes), ev.severity, ev.message, ev.caused_by)
                              != (set(previous.ranks), set(previous.nodes), previous.severity, previous.message,
                                  previous.caused_by)):
@@ -343,7 +344,9 @@ class Printer:
             cause += f" count={ev.count}"
         (self._write if tag == "update" else self._print)(
             ev.t_s, "ALERT",
-            f"{ev.alert_kind} {ev.severity} {tag}{nodes} ranks={_ranks(ev.ranks)}{line}{cause} source={ev.source}: {ev.message}",
+            f"{ev.alert_kind} {ev.severity} {tag}{nodes} ranks={_ranks(ev.ranks)}{line}{cause} source={ev.source}: {ev.message}"
+            # the latest knock-on or burst line that joined it
+            + (f" | then line {ev.joined[-1][0]}: {ev.joined[-1][1]}" if ev.joined else ""),
         )
 
     def _gpu(self, ev: GpuSample) -> None:

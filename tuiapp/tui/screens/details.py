@@ -51,6 +51,9 @@ def alert_text(alert: Alert, store: DashboardStore) -> Text:
     for label, value in rows:
         body.append(f"{label:<9}", "bold")
         body.append(f"{value}\n")
+    for line, message in alert.joined:  # its knock-ons and burst, told in the order they came
+        body.append(f"{'then':<9}", "bold")
+        body.append(f"line {line}: {message}\n")
     body.append("\n")
     body.append(alert.message + "\n\n", "bold")
     body.append(alert.traceback or "(no traceback recorded)")
