@@ -49,8 +49,6 @@ KNOWN_MISSES: dict[str, str] = {
         "a burst of transfer failures is one incident, and the decode's recovery warning stays a warning",
     "n16_kubectl_get_pods_router_crashloopbackoff_then_port_forward_refused":
         "the pod row's CrashLoopBackOff and the port-forward error after it are one incident",
-    "n33_decoy_rccl_warn_missing_iommu_pt_then_version_banners":
-        "RCCL's advisory WARN (a missing kernel parameter) is raised as NCCL's WARN lines are",
     "n12_markdown_quoted_ci_timestamps_keyerror_lm_head_then_sigquit":
         "the sigquit after the KeyError joins its cause's incident instead of opening a death",
     "n37_decoy_rocm_smi_error_unable_to_get_unsupported_fields":
@@ -119,8 +117,6 @@ KNOWN_MISSES: dict[str, str] = {
         "a request longer than the context is the client's mistake (a 400), silent by design",
     "y12_markdown_bold_docker_could_not_select_device_driver_gpu":
         "docker's 'Error response from daemon' inside markdown bold reads as a person's emphasis",
-    "y23_freebsd_drm_amdgpu_mmhub_vmc_page_fault":
-        "FreeBSD's drm 'VMC page fault' under a 'drmn0:' prefix is read by no rule",
     "y32_pyspy_dump_mainthread_stuck_in_c10d_broadcast_pipe_engine":
         "a py-spy dump is diagnostics, not a failure of its own (the hang shows elsewhere)",
     "z18_ik_llama_perplexity_all_chunks_nan":

@@ -91,6 +91,11 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     # a Kubernetes event of type Warning that something failed
     ("  Warning  FailedScheduling   10h   default-scheduler   0/6 nodes are available: 6 Insufficient nvidia.com/gpu.",
      "error"),
+    # the IOMMU or a GPU's memory hub refusing a device's access
+    ("> [ 7460.483919] nvidia 0000:81:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x001c address=0xd0826240]",
+     "error"),
+    ("drmn0: [mmhub] VMC page fault (src_id:0 ring:153 vm_id:0 pas_id:0)", "error"),
+    ("DMAR: [DMA Read NO_PASID] Request device [0000:17:00.0] fault addr 0x7f000000 [fault reason 0x06]", "error"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -142,6 +147,9 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     "   JobState=COMPLETED Reason=None Dependency=(null)",
     "12345.0    python  debug  default  1  COMPLETED  0:0", "#define GGML_ASSERT(x) do {} while (0)",
     "2012-03-08 12:06:36,177 INFO exited: webserver (exit status 0; expected)",
+    # a WARN of what a setting "can lead to" is advice; page faults a program counts
+    'host:402:402 [0] src/init.cc:179 NCCL WARN Missing "iommu=pt" from kernel command line which can lead to hang!',
+    "   1,204      page faults              #    0.002 M/sec",
 ])
 def test_a_harmless_line_has_no_mark(line: str) -> None:
     assert line_mark(line) is None
@@ -278,3 +286,10 @@ def test_a_long_record_whose_decisive_line_is_past_the_lines_read_for_others() -
     assert separate_marks(body, len(body) - 1) == [0]
     got = scan_text("\n".join(body) + "\n")
     assert got
+
+
+def test_nccls_advice_about_a_kernel_parameter_is_no_failure_but_its_next_warn_is() -> None:
+    advice = 'host:402:402 [0] src/init.cc:179 NCCL WARN Missing "iommu=pt" from kernel command line which can lead to hang!\n'
+    assert scan_text(advice) == []
+    failed = advice + "host:402:436 [1] src/transport/p2p.cc:220 NCCL WARN hipIpcGetMemHandle failed : invalid argument\n"
+    assert [(i["kind"], i["signature_line"]) for i in scan_text(failed)] == [("nccl", 2)]

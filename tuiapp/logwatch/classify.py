@@ -34,7 +34,7 @@ from tuiapp.logwatch.generic import (
     might_fail,
     native_backtrace,
 )
-from tuiapp.logwatch.last_resort import last_resort, separate_marks
+from tuiapp.logwatch.last_resort import NOT_HYPOTHETICAL, last_resort, separate_marks
 from tuiapp.logwatch.prefix import CPP_LOG_RE, KERNEL_LINE_PREFIX
 from tuiapp.logwatch.quiet_exit import stops_quietly
 
@@ -126,11 +126,13 @@ RULES: list[Rule] = [
     # that joins the same incident and makes it an error; a WARN at shutdown stays a warning.
     # NCCL prints "host:pid:tid [dev] file.cc:N NCCL WARN msg" (the source location since 2.x,
     # none before); a paste may keep only "file.cc:N NCCL WARN msg".
-    _r("nccl", NCCL_HEAD + r"WARN\b", "warning"),
+    # (not a WARN of what a setting "can lead to": RCCL's advice on a missing kernel parameter)
+    _r("nccl", NCCL_HEAD + r"WARN\b" + NOT_HYPOTHETICAL, "warning"),
     _r("nccl", NCCL_HEAD + r"ERROR\b"),
     # nccl-tests reporting a failed NCCL call: "NCCL failure common.cu:908 'unhandled cuda error'"
     _r("nccl", r"(?:Test )?NCCL failure [\w./-]+:\d+ '"),
-    _r("nccl", r"(?:[\w.-]+/)*[\w.-]+\.(?:cc|c|cu|cpp|h):\d+ NCCL WARN\b", "warning", needs="NCCL WARN"),
+    _r("nccl", r"(?:[\w.-]+/)*[\w.-]+\.(?:cc|c|cu|cpp|h):\d+ NCCL WARN\b" + NOT_HYPOTHETICAL, "warning",
+       needs="NCCL WARN"),
     # a kernel fault CUDA reports to the exception of whatever call noticed it (also when that is a
     # CUDA-graph capture: the fault, not memory, is the cause)
     _r("cuda_fault", _E + r".*\b(?:an illegal (?:memory access|instruction) was encountered|misaligned address"

@@ -270,13 +270,14 @@ class AlertGrouper:
         if new:
             inc.ranks.extend(new)
             changed = True
+        if (not counted or f.incomplete) and not continued and f.message != inc.message \
+                and len(inc.joined) < MAX_JOINED and all(m != f.message for _, m in inc.joined):
+            # a knock-on, the next line of a burst, a traceback cut short that joined the failure it
+            # most likely is: listed, so a 500 answered for a death is told, not lost
+            inc.joined.append((sig_line, f.message))
+            changed = True
         if not counted:
-            # a knock-on or the next line of a burst: the incident keeps its own message and
-            # lists this one, so a 500 answered for a death is told, not lost
-            if (not continued and f.message != inc.message and len(inc.joined) < MAX_JOINED
-                    and all(m != f.message for _, m in inc.joined)):
-                inc.joined.append((sig_line, f.message))
-                changed = True
+            pass  # the incident keeps its own message
         elif not continued and f.kind == inc.kind and f.specific > inc.specific:
             # a later line of the same burst says more (NVSHMEM's summary after its source lines)
             inc.message, inc.signature_line, inc.specific = f.message, sig_line, f.specific

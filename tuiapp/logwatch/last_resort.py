@@ -124,8 +124,11 @@ _DEVICES = ("NCCL", "RCCL", "HCCL", "Gloo", "NRT", "XLA", "HSA", "ROCm", "cuDNN"
 # supervisor reports at a warning level (Ray: "Raylet is terminated ... Termination is unexpected"); a
 # network link or port that is down (RDMA, NCCL's transport)
 _OS_NEEDS = ("Broken pipe", "reset by peer", "allocate memory", "No space left")
+# (a warning of what a setting "can lead to" is advice about a risk, not a failure: RCCL's "NCCL WARN Missing
+# "iommu=pt" from kernel command line which can lead to system instablity or hang!"; the NCCL family's too)
+NOT_HYPOTHETICAL = r"(?!.*\b(?:can|could|may|might) (?:lead to|cause|result in)\b)"
 _OVERRIDING = _parts(
-    (("NCCL WARN",), r"\bNCCL WARN\b"),
+    (("NCCL WARN",), r"\bNCCL WARN\b" + NOT_HYPOTHETICAL),
     # the operating system refusing a step outright, however the program filed it: a pipe or a connection
     # the peer broke, memory that could not be had ("WARNING: Remote connection failed in contains: [Errno 32]
     # Broken pipe", libfabric's "<warn> rdma_create_qp: Cannot allocate memory (12)")
@@ -159,6 +162,11 @@ _DEVICE = _parts(
     (("+0x",), r"\b\w+\+0x[0-9a-f]+/0x[0-9a-f]+\b"),
     # an Ascend CANN error code anywhere ("Get_Socket_Timeout(EI0006): ..."); the kernel's warning or oops banner
     (("(E", "cut here"), r"\(E[A-Z0-9]\d{4}\)|\[ cut here \]"),
+    # the IOMMU or a GPU's memory hub refusing a device's access, however the kernel's line was copied or
+    # prefixed ("nvidia 0000:81:00.0: AMD-Vi: Event logged [IO_PAGE_FAULT ...]", "drmn0: [mmhub] VMC page fault",
+    # Intel's "DMAR: [DMA Read NO_PASID] Request device [0000:17:00.0] fault addr")
+    (("PAGE_FAULT", "page fault", "DMAR"),
+     r"\bIO_PAGE_FAULT\b|\[\w+\] (?:(?:no-)?retry |VMC |UTCL2 )?page fault\b|\bDMAR: \[DMA (?:Read|Write)\b"),
     # an Xid however the kernel's line was copied ("08-04 06:43:55 Xid 31 GPC1 ... FAULT_PDE")
     (("Xid", "fallen off"), r"\bXid(?: \(PCI:[\w:.]+\))?:? \(?\d+\b|\bfallen off the bus\b"),
     # a C++ backtrace's numbered frame, as TensorRT-LLM and glibc's backtrace print them under an exception
@@ -259,8 +267,9 @@ _HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected",
           "OUT_OF_ME", "_ASSERT", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead",
           "StackTrace", "backtrace", "❌", "✗", "✘", "💥", "0x", "leak", "ail", "AIL", "atal", "ATAL",
           "RITICAL", "Traceback", "File \"", "xception", "NCCL", "Cuda", "CUDA", "core dumped",
-          "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=", "panic", "died", "killed", "ould not",
-          "nable to", "bort", "imed out", "level", "severity", "Fault", "Exhausted", "error]", "fatal]",
+          "page fault", "PAGE_FAULT", "DMAR", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=",
+          "panic", "died", "killed", "ould not", "nable to", "bort", "imed out", "level", "severity", "Fault",
+          "Exhausted", "error]", "fatal]",
           *_OS_NEEDS, *_HTTP_NEEDS)
 
 
