@@ -96,6 +96,9 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
      "error"),
     ("drmn0: [mmhub] VMC page fault (src_id:0 ring:153 vm_id:0 pas_id:0)", "error"),
     ("DMAR: [DMA Read NO_PASID] Request device [0000:17:00.0] fault addr 0x7f000000 [fault reason 0x06]", "error"),
+    # torch elastic tearing its workers down at WARNING; the kernel's OOM killer invoked
+    ("> WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 484376 closing signal SIGTERM", "error"),
+    ("[195998.443208] node invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=991", "oom"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -150,6 +153,7 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     # a WARN of what a setting "can lead to" is advice; page faults a program counts
     'host:402:402 [0] src/init.cc:179 NCCL WARN Missing "iommu=pt" from kernel command line which can lead to hang!',
     "   1,204      page faults              #    0.002 M/sec",
+    "Sending process 484376 closing signal SIGINT",  # (Ctrl-C: the user stopped it)
 ])
 def test_a_harmless_line_has_no_mark(line: str) -> None:
     assert line_mark(line) is None

@@ -57,7 +57,7 @@ _GLOG_NOISE = ("Unable to register", "already been registered")  # TensorFlow's 
 
 _TB_RE = re.compile(r"Traceback \(most recent call last\)")
 _OOM_ADVICE_RE = re.compile(r"\b(?:are|is) likely\b|\bmay (?:occur|happen)\b|\bto avoid\b|\bcan be ignored\b")
-_OOM_RE = re.compile(r"\b(?:[Oo]ut of memory|OUT OF MEMORY|OutOfMemory\w*|OOM[- ]?[Kk]ill\w*)\b")
+_OOM_RE = re.compile(r"\b(?:[Oo]ut of memory|OUT OF MEMORY|OutOfMemory\w*|OOM[- ]?[Kk]ill\w*|invoked oom-killer)\b")
 _FRAME_RE = re.compile(r"File \"[^\"]+\", line \d+, in \S")
 _IPY_ARROW_RE = re.compile(r"\s*-{1,4}> ?\d+ ")
 # Python's re tries every alternative at every position of a line, so a mark's alternatives are kept in
@@ -144,6 +144,11 @@ _OVERRIDING = _parts(
     # a Kubernetes event of type Warning that says something failed ("Warning  FailedScheduling  10h  ...
     # 0/6 nodes are available: 6 Insufficient nvidia.com/gpu", "Warning  BackOff", "Warning  Unhealthy")
     (("Warning ",), r"\bWarning {1,}(?:Failed\w*|BackOff|Unhealthy|Evicted|OOMKilling|NodeNotReady)\b"),
+    # torch elastic's agent tearing the workers down (one failed) or told to stop (Slurm's timeout, a
+    # preemption), at its WARNING level: "Sending process 484376 closing signal SIGTERM", "Received 15 death signal"
+    (("closing signal", "via signal", "death signal"),
+     r"\b(?:Sending process \d+ closing signal|Closing process \d+ via signal) SIG(?:TERM|KILL)\b"
+     r"|\bReceived (?:15|9|Signals\.SIG(?:TERM|KILL)) death signal\b"),
 )
 # a server error answered to a request, in an access log or a structured field (whatever its level: access
 # logs are INFO, and the field may sit in a quoted list: "['http_status:500', 'http_method:POST']")
@@ -262,7 +267,7 @@ _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|mess
 # an exception class that may say "stopped", printed without a message ("KeyboardInterrupt", "SystemExit: 1")
 _EXIT_LINE_RE = re.compile(r"(?:^|\s)((?:\w+\.)*(?:" + "|".join(sorted(EXIT_NAMES)) + r"))(?::.*)?$")
 # the marks' letters: a line without any is skipped without a regex
-_HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected", "nhandled", "Warning ",
+_HINTS = ("rror", "ERR", "rash", "emory", "OOM", "oom-kill", "fallen off", "+0x", "xpected", "nhandled", "Warning ",
           "DOWN", "Down", "down", "cut here", "(E", "ouldn't", "imes out", "imeout", "IMEOUT", "JobState=",
           "OUT_OF_ME", "_ASSERT", "orrupt", "xceeded", "EXCEEDED", "Xid", "Killed", "Terminated", "dead",
           "StackTrace", "backtrace", "❌", "✗", "✘", "💥", "0x", "leak", "ail", "AIL", "atal", "ATAL",
@@ -270,7 +275,7 @@ _HINTS = ("rror", "ERR", "rash", "emory", "OOM", "fallen off", "+0x", "xpected",
           "page fault", "PAGE_FAULT", "DMAR", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=",
           "panic", "died", "killed", "ould not", "nable to", "bort", "imed out", "level", "severity", "Fault",
           "Exhausted", "error]", "fatal]",
-          *_OS_NEEDS, *_HTTP_NEEDS)
+          "closing signal", "via signal", "death signal", *_OS_NEEDS, *_HTTP_NEEDS)
 
 
 _FORMAT_LOWER = frozenset({"INFO", "INF", "WARNING", "WARN", "WRN", "DEBUG", "DBG", "TRACE", "TRC", "NOTICE", "VERBOSE"})
@@ -358,7 +363,7 @@ def line_mark(line: str) -> tuple[str, int] | None:
             return None
     if (m := _first(_DEATH, s)) is not None and not _harmless(s, m.start()):
         return "crash", _RANK["death"]
-    if ("emory" in s or "OOM" in s) and (m := _OOM_RE.search(s)) is not None and not (
+    if ("emory" in s or "OOM" in s or "oom-kill" in s) and (m := _OOM_RE.search(s)) is not None and not (
             _quoted(s, m.start()) or _OOM_ADVICE_RE.search(s)):
         # (advice does not make it harmless: torch's own OOM message ends "try setting max_split_size_mb")
         return "oom", _RANK["death"]  # any device's, or the kernel's OOM killer ("Out of memory: Killed process")
