@@ -297,3 +297,14 @@ def test_nccls_advice_about_a_kernel_parameter_is_no_failure_but_its_next_warn_i
     assert scan_text(advice) == []
     failed = advice + "host:402:436 [1] src/transport/p2p.cc:220 NCCL WARN hipIpcGetMemHandle failed : invalid argument\n"
     assert [(i["kind"], i["signature_line"]) for i in scan_text(failed)] == [("nccl", 2)]
+
+
+def test_dmesg_lines_minutes_apart_are_two_incidents_and_a_reset_that_succeeded_is_none() -> None:
+    ring = "[73328.541814] amdgpu 0000:c5:00.0: amdgpu: ring comp_1.2.1 timeout, signaled seq=7, emitted seq=9\n"
+    ok = "[73328.543914] amdgpu 0000:c5:00.0: amdgpu: GPU reset(2) succeeded!\n"
+    mes = "[{t}] amdgpu 0000:c5:00.0: amdgpu: MES failed to respond to msg=REMOVE_QUEUE\n"
+    assert scan_text(ok) == []
+    # the kernel's clock says 491 s: two failures, however few lines apart
+    assert [i["first_line"] for i in scan_text(ring + ok + mes.format(t="73819.930091"))] == [1, 3]
+    # in the same second they are one burst
+    assert [i["first_line"] for i in scan_text(ring + ok + mes.format(t="73328.930091"))] == [1]

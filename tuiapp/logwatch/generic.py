@@ -92,8 +92,10 @@ _DEVICE_RE = (
     r"|hipError\w+"
     r"|HIP (?:error|Error)\b[: ]"
     r"|(?:rocBLAS|hipBLASLt|MIOpen|RCCL) (?:error|Error)\b"
-    r"|(?:\[[^\]]{1,40}\] )?(?:kernel: )?amdgpu [\w:.]+: .*(?:page fault|GPU reset|GPU hang|ring \w+ timeout"
-    r"|GPU fault detected|VM_L2_PROTECTION_FAULT)"
+    # (a reset that "succeeded" is the end of the hang the driver reported as it began: that report is the
+    # failure's line)
+    r"|(?:\[[^\]]{1,40}\] )?(?:kernel: )?amdgpu [\w:.]+: .*(?:page fault|GPU reset(?!\(\d+\) succeeded| succeeded)"
+    r"|GPU hang|ring \w+ timeout|GPU fault detected|VM_L2_PROTECTION_FAULT)"
     # Intel GPUs: Level Zero / UR / PI error codes, the kernel driver, the UMD's page fault
     r"|(?:UR_RESULT|ZE_RESULT|PI)_ERROR_\w+"
     r"|(?:\[[^\]]{1,40}\] )?(?:kernel: )?(?:i915|xe) [\w:.]+: \[drm\] .*(?:GPU HANG|[Rr]eset|hang)"

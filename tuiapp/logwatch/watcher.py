@@ -83,7 +83,7 @@ _STANDALONE_RE = re.compile(
 _NVRM_RE = re.compile(KERNEL_LINE_PREFIX + "NVRM: ")
 # dmesg's own stamp, seconds since boot ("[ 2480.727732] amdgpu ..."): the kernel prints a line at a time,
 # and lines of different reports (a ring timeout, a page fault 80 s later) must not join one record
-_DMESG_RE = re.compile(r"\[\s*\d+\.\d{6}\] ")
+_DMESG_RE = re.compile(r"\[\s*(\d+\.\d{6})\] ")
 # Unprefixed lines that begin output of their own (a dying process, the C++ runtime)
 # rather than continue the record before them.
 _RAW_START_RE = re.compile(
@@ -402,8 +402,12 @@ class LogWatcher:
             if m:
                 self._on_rank_line(int(m.group(1)), line, orig, text[m.end():], wall)
                 return
-        if _STANDALONE_RE.match(text) or ("NVRM: " in text and _NVRM_RE.match(text)) or (
-                text[:1] == "[" and _DMESG_RE.match(text)):
+        if text[:1] == "[" and (d := _DMESG_RE.match(text)):
+            # the kernel's clock (seconds since boot) is the record's: a ring timeout and a queue failure
+            # eight minutes later are two incidents, however few lines apart dmesg printed them
+            self._standalone(line, orig, wall, text, log_t=float(d.group(1)))
+            return
+        if _STANDALONE_RE.match(text) or ("NVRM: " in text and _NVRM_RE.match(text)):
             self._standalone(line, orig, wall, text)
             return
         if text[:1] == " " and "+ Exception Group Traceback" in text[:60]:
@@ -541,9 +545,10 @@ class LogWatcher:
         for rec in sorted(records, key=lambda r: (r.in_tb, r.line_no)):
             self._finish(rec)
 
-    def _standalone(self, line: Line, text: str, wall: float, body: str | None = None) -> None:
+    def _standalone(self, line: Line, text: str, wall: float, body: str | None = None,
+                    log_t: float | None = None) -> None:
         self._settle(main=False)
-        rec = Record(line.line_no, [text], [text if body is None else body], None, None, None, None, wall)
+        rec = Record(line.line_no, [text], [text if body is None else body], None, None, None, log_t, wall)
         rec.extra["progress"] = line.progress
         self._finish(rec, keep_last=False)
 
