@@ -33,8 +33,6 @@ KNOWN_MISSES: dict[str, str] = {
         "a source line of a logged exception, relayed from stderr at WARN, says nothing a rule reads",
     "n35_triton_compilationerror_mismatched_type_bf16_fp16":
         "read as an assertion (its exception is an AssertionError); the labels name error/jit_arch/crash",
-    "n02_faulthandler_frames_scheduler_process_spawn_main":
-        "faulthandler's frames without their header stay silent (a watchdog's dump of a live process looks the same)",
     "n37_higress_access_log_json_worker_heartbeat_503_uc_upstream_reset":
         "a 503 in a multi-line JSON access record: the field and its value are on lines of their own",
     "n31_backticked_router_warn_grpc_health_rpc_error_h2_goaway_frame_size":
@@ -115,8 +113,6 @@ KNOWN_MISSES: dict[str, str] = {
         "a request longer than the context is the client's mistake (a 400), silent by design",
     "y12_markdown_bold_docker_could_not_select_device_driver_gpu":
         "docker's 'Error response from daemon' inside markdown bold reads as a person's emphasis",
-    "y32_pyspy_dump_mainthread_stuck_in_c10d_broadcast_pipe_engine":
-        "a py-spy dump is diagnostics, not a failure of its own (the hang shows elsewhere)",
     "z18_ik_llama_perplexity_all_chunks_nan":
         "perplexity chunks printed as '[1]nan,[2]nan,...' carry no failure word",
     "z09_lmcache_failed_to_allocate_memory_kv_not_stored":
@@ -129,14 +125,10 @@ KNOWN_MISSES: dict[str, str] = {
         "vLLM's 'Failed to import from vllm._C' in collect_env is raised",
     "b06_sglang_eagle_nameerror_sigquit":
         "TP3's traceback after the sigquit joins the death (a knock-on)",
-    "c17_sglang_ascend_watchdog_pyspy_dump_npu_graph_replay":
-        "a py-spy dump is diagnostics, not a failure of its own (the watchdog's timeout line was cut)",
     "b17_docker_nvidia_container_cli_cuda_requirement":
         "the daemon's 500 ends in the runtime's advice ('please update your driver'), which silences it",
     "c21_decoy_vllm_ascend_offline_exit_enginecore_died_unexpectedly":
         "'EngineCore died unexpectedly' at a normal exit is raised",
-    "b24_pyspy_dump_stuck_in_broadcast":
-        "a py-spy dump is diagnostics, not a failure of its own",
     "b26_qwen_tokenizer_decoder_except_utf8":
         "a script's own print of a caught exception ('except: ... can't decode') says no failure word",
     "c37_triton_trtllm_baichuan_tokenizer_failed_to_load_pre_postprocessing":
@@ -153,16 +145,12 @@ KNOWN_MISSES: dict[str, str] = {
         "'EngineCore failed to start' right after the worker's death joins it",
     "e25_xinference_sglang_sigquit_then_failed_to_load_model":
         "the launcher's traceback after the sigquit joins the death (a knock-on)",
-    "e37_sglang_faulthandler_scheduler_frames":
-        "faulthandler's frames without their header stay silent (a watchdog's dump of a live process looks the same)",
     "f02_amdgpu_dmesg_mes_failed_remove_queue_gpu_reset_after_wedged":
         "the drm's 'device wedged, but recovered through reset' after a reset that succeeded is read by no rule",
     "f21_sglang_bad_request_requested_token_count_exceeds_context":
         "a request longer than the context is the client's mistake (a 400), silent by design",
     "f24_ci_timestamped_gloo_barrier_connection_closed_exit_code_10":
         "the process's exit after the Gloo failure joins it (a knock-on)",
-    "g03_ray_workerdict_faulthandler_frames_main_loop":
-        "faulthandler's frames without their header stay silent (a watchdog's dump of a live process looks the same)",
     "g10_gcp_cloud_logging_json_serial_console_oom_killer":
         "the second OOM kill, 20 lines on in the same JSON export record, says the same as the first",
     "g14_elastic_rendezvous_keepalive_heartbeat_failed_hang":
@@ -444,9 +432,11 @@ def test_a_traceback_that_lost_every_indent_is_a_failure() -> None:
             "batch = self.get_next_batch_to_run()\n")
     (inc,) = scan_text(text)
     assert inc["kind"] == "error" and inc["message"].startswith('File "/sglang/srt/managers/scheduler.py", line 983')
-    # faulthandler's dump ("line N in f", no comma) is no traceback
-    assert scan_text('File "/usr/lib/python3.10/threading.py", line 953 in run\n'
-                     'File "/usr/lib/python3.10/threading.py", line 1016 in _bootstrap_inner\n') == []
+    # faulthandler's dump ("line N in f", no comma) is no traceback: it is a dump that lost its head
+    # (logwatch/thread_dump.py), a crash
+    assert [(i["kind"], i["signature_line"]) for i in scan_text(
+        'File "/usr/lib/python3.10/threading.py", line 953 in run\n'
+        'File "/usr/lib/python3.10/threading.py", line 1016 in _bootstrap_inner\n')] == [("crash", 1)]
 
 
 def test_an_error_logged_line_by_line_is_one_incident() -> None:

@@ -37,6 +37,7 @@ from tuiapp.logwatch.generic import (
 from tuiapp.logwatch.last_resort import NOT_HYPOTHETICAL, last_resort, separate_marks
 from tuiapp.logwatch.prefix import CPP_LOG_RE, KERNEL_LINE_PREFIX
 from tuiapp.logwatch.quiet_exit import stops_quietly
+from tuiapp.logwatch.thread_dump import thread_dump
 
 EXC_RE = re.compile(
     r"((?:[A-Za-z_]\w*\.)*(?:[A-Za-z_]\w*)?(?:Error|Exception|Exit|Interrupt|Fault|Failure|Warning))"
@@ -219,6 +220,9 @@ _FINAL_RULE = Rule("error", EXC_RE, prio=PRIORITY.index("error"))
 # the generic layer (generic.py, catalogue.py): what no family knows is an error or a death
 _GENERIC_RULE = Rule("error", re.compile(""), prio=PRIORITY.index("error"))
 _GENERIC_DEATH_RULE = Rule("crash", re.compile(""), signature="crash", prio=_CRASH, specific=2)
+# a thread dump without the report it was printed for (logwatch/thread_dump.py); any death line says more
+_DUMP_RULES = {"hang": Rule("hang", re.compile(""), prio=PRIORITY.index("hang"), specific=0),
+               "crash": Rule("crash", re.compile(""), signature="crash", prio=_CRASH, specific=0)}
 _LAST_OOM_RULE = Rule("oom", re.compile(""), prio=PRIORITY.index("oom"))
 _NOT_A_FAILURE = ("WARNING", "Warning", "WARN", "INFO", "DEBUG", "NOTICE", "TRACE")
 _FRAME = '  File "'
@@ -592,6 +596,10 @@ def classify(body: list[str]) -> Finding | None:
             if best is None and len(body) > 1:
                 best = _native(body)
                 native = best is not None
+            if best is None and len(body) > 1 and (dump := thread_dump(body)) is not None:
+                rule = _DUMP_RULES[dump[0]]
+                best = (rule.prio, rule, dump[1], body[dump[1]].strip())
+                native = True  # printed for a failure, as a native backtrace is
             if best is None:
                 best = one_line = _last_resort(body)
             if best is None:
@@ -633,8 +641,9 @@ def classify(body: list[str]) -> Finding | None:
     if native:
         # a native backtrace is printed for a failure: it joins one open before it, and
         # without its head ("Exception raised from ...") one that follows it at once
-        f.knock_on = "cause" if f.kind == "error" else f.knock_on
-        f.fragment = f.kind == "error" and not body[idx].lstrip().startswith("Exception raised from ")
+        dumped = rule in _DUMP_RULES.values()
+        f.knock_on = "cause" if f.kind == "error" or dumped else f.knock_on
+        f.fragment = (f.kind == "error" or dumped) and not body[idx].lstrip().startswith("Exception raised from ")
     if death is None and rule.kind != "crash" and len(body) > 2:
         # a death the record shows beside its failure in a form no death rule reads on a candidate line
         # (a container's last state in `kubectl describe`, indented under its pod)

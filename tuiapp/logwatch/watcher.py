@@ -602,6 +602,9 @@ class LogWatcher:
             self._last_closed = rec
         cont_of = rec.extra.pop("cont_of", None)
         into = cont_of.extra.get("incident") if cont_of is not None else None
+        if (self._fragment is not None and finding is not None and finding.fragment and into is None
+                and finding.kind == self._fragment[1].kind):
+            return  # the next rank's dump of the same kind (SGLang's watchdog dumps every scheduler): one waits
         if self._fragment is not None and (finding is None or finding.fragment):
             self._release_fragment()  # no failure follows the headless backtrace: it stands alone
         self._fragment = None  # (or one does: the backtrace was an earlier print of its dump)
