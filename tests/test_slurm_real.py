@@ -433,3 +433,30 @@ def test_without_a_shared_filesystem(slurm_conf, tmp_path):
         assert set(range(16)) <= ranks_logged  # both nodes' logs, through srun
     finally:
         remove_node_dirs(before)
+
+
+STOPPED_NOISILY = """
+[slurm]
+gpus_per_node = 8
+
+[baseline]
+name = "noisy-stop"
+# never ready; scancel's SIGTERM makes it die with a traceback (an import the signal cut short)
+command = "{python} {fake} --ready-after 600 --no-ready-line --stop-error"
+timeouts = {{ready_s = 4, run_s = 60}}
+"""
+
+
+def test_what_a_job_prints_as_we_cancel_it_is_not_its_verdict(slurm_conf, tmp_path):
+    fake = Path(__file__).parent / "data" / "server" / "fake_server.py"
+    plan = tmp_path / "plan.toml"
+    plan.write_text(STOPPED_NOISILY.format(python=sys.executable, fake=fake))
+    done = subprocess.run([sys.executable, "-m", "tuiapp", "trials", str(plan), "--slurm", "--headless", "--telemetry",
+                           "off", "--ledger", str(tmp_path / "ledger.json")],
+                          env=slurm_env(slurm_conf), capture_output=True, text=True, timeout=240, cwd=tmp_path)
+    assert wait_empty_queue(slurm_conf, 5) == []
+    assert (tmp_path / "ledger.json").exists(), done.stdout[-3000:] + done.stderr[-3000:]
+    [row] = json.loads((tmp_path / "ledger.json").read_text())
+    # the traceback was read (it stays in the row's alerts) but the trial timed out
+    assert [a["kind"] for a in row["alerts"]] == ["keyerror"], done.stdout[-3000:]
+    assert row["status"] == "timeout" and "ready timeout" in row["first_error"], (row["status"], row["first_error"])

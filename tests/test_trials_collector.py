@@ -44,11 +44,27 @@ def test_pcie_counts_only_samples_whose_interval_lies_within_the_benchmark():
 def test_what_a_server_prints_after_we_stopped_it_never_judges_the_trial():
     collector = TrialCollector()
     collector.observe(Alert(t_s=1, alert_kind="error", message="before the stop", first_line=10, alert_id=1))
-    collector.stop_line = 20  # a ready timeout: we stopped a server that was still running
+    collector.stopped(20)  # a ready timeout: we stopped a server that was still running
     collector.observe(Alert(t_s=2, alert_kind="keyerror", message="KeyError: 'x'", first_line=21, alert_id=2))
     assert collector.first_alert().message == "before the stop"
     assert len(collector.alerts) == 2  # (still in the row's alerts)
     only_after = TrialCollector()
-    only_after.stop_line = 20
+    only_after.stopped(20)
     only_after.observe(Alert(t_s=2, alert_kind="keyerror", message="KeyError: 'x'", first_line=21, alert_id=2))
     assert only_after.first_alert() is None  # the trial is judged by its timeout
+
+
+def test_over_slurm_the_alerts_seen_by_our_stop_are_the_bound():
+    # the nodes' logs have no one numbering: what arrives after we cancelled the job is ours
+    collector = TrialCollector()
+    collector.observe(Alert(t_s=1, alert_kind="error", message="node n2", first_line=900, alert_id=1, nodes=["n2"]))
+    collector.stopped()
+    collector.observe(Alert(t_s=2, alert_kind="crash", message="killed", first_line=3, alert_id=2, nodes=["n1"]))
+    assert collector.first_alert().message == "node n2"  # not the earlier line of another node's log
+    collector.observe(Alert(t_s=3, alert_kind="error", message="node n2", first_line=900, alert_id=1,
+                            nodes=["n2", "n1"]))  # an update of one seen before still counts
+    assert collector.first_alert().nodes == ["n2", "n1"]
+    only_after = TrialCollector()
+    only_after.stopped()
+    only_after.observe(Alert(t_s=2, alert_kind="crash", message="killed", first_line=3, alert_id=2))
+    assert only_after.first_alert() is None

@@ -201,7 +201,7 @@ class SlurmTrial(PlanRunner):
             http = ServerClient(url, api_key)
             helpers += self._telemetry(observe, nodes, url, http)
             state("launching", f"job {self.job_id} running on {','.join(nodes)}; waiting for {url}/health")
-            if not await self._wait_ready(cfg, http, url, observe):
+            if not await self._wait_ready(cfg, http, url, observe, collector):
                 return "stopped" if self._user_stopped else ("died" if why_fatal else "not_ready")
             await _publish_server_info(observe, url, api_key, http.aio)
             helpers.append(asyncio.create_task(run_metrics_poller(observe, url, api_key=api_key, client=http.aio)))
@@ -224,6 +224,8 @@ class SlurmTrial(PlanRunner):
                     outcome = "stopped"
                 else:
                     outcome = "died" if (ended in done or fatal in done) else "run_timeout"
+                if outcome != "died":
+                    collector.stopped()  # a run timeout or a stop: what the job prints as it ends is ours
             elif (exc := bench_task.exception()) is not None:
                 observe(Note(level="error", text=f"{cfg.name}: benchmark failed: {exc!r}", source="trials"))
             for task in (ended, fatal):
@@ -333,7 +335,7 @@ class SlurmTrial(PlanRunner):
             await asyncio.sleep(ENDPOINT_POLL_S)
         return None
 
-    async def _wait_ready(self, cfg, http, url: str, observe) -> bool:
+    async def _wait_ready(self, cfg, http, url: str, observe, collector) -> bool:
         import httpx
 
         deadline = (self.running_s or time.monotonic()) + cfg.timeouts.ready_s
@@ -352,6 +354,7 @@ class SlurmTrial(PlanRunner):
                 pass
             await asyncio.sleep(HEALTH_POLL_S)
         if not self._fatal.is_set():
+            collector.stopped()  # a ready timeout: the job we cancel now did not fail
             observe(ServerState(state="failed", message=f"not ready after {cfg.timeouts.ready_s:g} s"))
         return False
 

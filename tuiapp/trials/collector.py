@@ -35,10 +35,9 @@ class TrialCollector:
         # alerts) gets a fresh negative key, since each such alert is an incident of its own
         self.alerts: dict[int, Alert] = {}
         self._order: list[int] = []
-        # set when we stop a server that is still running (a ready or run timeout): the log's
-        # line count then. What it prints after (a traceback of an import our SIGINT cut, say)
-        # is our stop's doing and never the trial's verdict; it stays in the row's alerts.
+        # set by stopped(): what a server prints after we stopped it is never the trial's verdict
         self.stop_line: int | None = None
+        self.stop_seen: int | None = None
         self.runs: list[RunFigures] = []
         self.points: list[PointDone] = []  # load points of a sweep or an open-loop trial
         self.summary: BenchSummary | None = None
@@ -117,11 +116,28 @@ class TrialCollector:
                 self.request_errors.append(getattr(event, "error", None) or getattr(event, "outcome", None)
                                            or "request failed")
 
+    def stopped(self, log_lines: int | None = None) -> None:
+        """We stop a server that is still running (a ready or run timeout, a job we cancel). What
+        it prints after (a traceback of an import our SIGINT cut, a child's end under scancel's
+        SIGTERM) is our stop's doing: it stays in the row's alerts but never decides its status.
+        Where one log says where we stopped (``log_lines``, its line count then: a failure printed
+        before it but classified at the final flush still decides) that is the bound; the logs of
+        a job's nodes have no one numbering, and there the alerts seen by then are."""
+        self.stop_line = log_lines
+        self.stop_seen = len(self._order)
+
+    @property
+    def we_stopped(self) -> bool:
+        """We stopped the server while it ran (stopped()): its exit, whatever the code, is ours."""
+        return self.stop_seen is not None
+
     def first_alert(self) -> Alert | None:
         """The root cause: the earliest specific alert in the log, else the earliest alert."""
         alerts = [(self.alerts[key], seen) for seen, key in enumerate(self._order)]
         if self.stop_line is not None:
             alerts = [(a, seen) for a, seen in alerts if a.first_line is None or a.first_line <= self.stop_line]
+        elif self.stop_seen is not None:
+            alerts = alerts[:self.stop_seen]
         if not alerts:
             return None
 

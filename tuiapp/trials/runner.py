@@ -288,7 +288,7 @@ class PlanRunner:
                 helpers.append(asyncio.create_task(run_host_sampler(observe, server_pid=server.pid)))
             if not await server.wait_ready():
                 if server.returncode is None:
-                    collector.stop_line = watcher.lines  # a timeout: we stop it, it did not fail
+                    collector.stopped(watcher.lines)  # a timeout: we stop it, it did not fail
                 # an exited server's output is all in by now (the launcher drains it first)
                 return "stopped" if self._user_stopped else "not_ready"
             found = await _publish_server_info(observe, url, api_key, http.aio, model=cfg.bench.model)
@@ -314,7 +314,7 @@ class PlanRunner:
             collector.benchmarking = False
             if bench_task not in done:
                 if died not in done and down not in done:
-                    collector.stop_line = watcher.lines  # a run timeout or a stop: what follows is ours
+                    collector.stopped(watcher.lines)  # a run timeout or a stop: what follows is ours
                 bench.stop()
                 bench_task.cancel()
                 await asyncio.gather(bench_task, return_exceptions=True)
@@ -424,7 +424,8 @@ class PlanRunner:
             row.first_error = first.message
             row.error_ranks = list(first.ranks)
             row.first_error_log_line = first.first_line
-        elif outcome == "died" or (outcome == "not_ready" and self.returncode is not None):
+        elif outcome == "died" or (outcome == "not_ready" and self.returncode is not None
+                                   and not collector.we_stopped):  # (a Slurm job we cancelled has a code too)
             row.status = "crash"
             row.first_error = f"server exited with code {self.returncode}"
         else:

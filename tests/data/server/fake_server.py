@@ -68,7 +68,7 @@ def main() -> int:
     ap.add_argument("--run-for", type=float, default=60.0)
     ap.add_argument("--role", default="server")
     ap.add_argument("--stop-error", action="store_true",
-                    help="on SIGINT, die with a KeyError traceback (an import the signal cut short)")
+                    help="on SIGINT or SIGTERM, die with a KeyError traceback (an import the signal cut short)")
     args = ap.parse_args()
     if args.stop_error:
         def cut_short(_sig, _frame):
@@ -78,6 +78,7 @@ def main() -> int:
             sys.exit(1)
 
         signal.signal(signal.SIGINT, cut_short)
+        signal.signal(signal.SIGTERM, cut_short)  # (scancel's)
 
     if args.role != "server":  # a child: a rank or a stubborn helper
         if args.stubborn:
