@@ -99,6 +99,7 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     # torch elastic tearing its workers down at WARNING; the kernel's OOM killer invoked
     ("> WARNING:torch.distributed.elastic.multiprocessing.api:Sending process 484376 closing signal SIGTERM", "error"),
     ("[195998.443208] node invoked oom-killer: gfp_mask=0xcc0(GFP_KERNEL), order=0, oom_score_adj=991", "oom"),
+    ("Aug 18 03:19:11 169 kernel: Killed process 7748 (python) total-vm:12907828kB, anon-rss:11500204kB", "oom"),
 ])
 def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) -> None:
     assert line_mark(prefix + line) is not None
@@ -154,6 +155,9 @@ def test_a_mark_is_found_behind_any_prefix(prefix: str, line: str, kind: str) ->
     'host:402:402 [0] src/init.cc:179 NCCL WARN Missing "iommu=pt" from kernel command line which can lead to hang!',
     "   1,204      page faults              #    0.002 M/sec",
     "Sending process 484376 closing signal SIGINT",  # (Ctrl-C: the user stopped it)
+    # a count of nothing with its noun; a tool's bare "Warning: " behind its own prefix
+    "100% tests passed, 0 tests failed out of 12",
+    "[01/23/2016 13:52:06][jiaxin-wu][0]:Warning: Getting serial number failed",
 ])
 def test_a_harmless_line_has_no_mark(line: str) -> None:
     assert line_mark(line) is None

@@ -43,7 +43,9 @@ _LEVEL_TOKEN_RE = re.compile(
     r"|(?:^|[\[<|( ])(error|fatal|critical|info|warning|warn|debug|notice|trace)[\]>|):]"
     r"|\b(?:level|lvl|severity)[=:]\s*\"?(\w+)"
     # Python's warnings module: "path.py:74: UserWarning: msg" is a warning, whatever its text says
-    r"|(?<![\w.])[A-Z]\w*(Warning)(?=: )")
+    r"|(?<![\w.])[A-Z]\w*(Warning)(?=: )"
+    # a bare "Warning: " at the start of a message, behind a tool's own bracketed prefix ("[0]:Warning: ")
+    r"|(?:^|[\]:|])(Warning)(?=: )")
 _ERROR_LEVELS = frozenset({"ERROR", "ERRO", "ERR", "FATAL", "FATA", "FTL", "CRITICAL", "CRIT", "EMERG", "PANIC",
                            "SEVERE", "error", "fatal", "critical", "err", "crit", "emerg", "alert", "panic"})
 # glog/absl/c10's own format ("I0521 12:00:00.1 file.cc:N]", "[W516 12:46:57.4 x.cpp:N]", "E 08-31
@@ -57,7 +59,10 @@ _GLOG_NOISE = ("Unable to register", "already been registered")  # TensorFlow's 
 
 _TB_RE = re.compile(r"Traceback \(most recent call last\)")
 _OOM_ADVICE_RE = re.compile(r"\b(?:are|is) likely\b|\bmay (?:occur|happen)\b|\bto avoid\b|\bcan be ignored\b")
-_OOM_RE = re.compile(r"\b(?:[Oo]ut of memory|OUT OF MEMORY|OutOfMemory\w*|OOM[- ]?[Kk]ill\w*|invoked oom-killer)\b")
+# (the kernel's OOM killer: "Out of memory: Killed process 15784 (python3)", on older kernels the victim's line
+# alone: "Killed process 7748 (python) total-vm:12907828kB")
+_OOM_RE = re.compile(r"\b(?:[Oo]ut of memory|OUT OF MEMORY|OutOfMemory\w*|OOM[- ]?[Kk]ill\w*|invoked oom-killer"
+                     r"|Killed process \d+ \([^)]*\) total-vm)\b")
 _FRAME_RE = re.compile(r"File \"[^\"]+\", line \d+, in \S")
 _IPY_ARROW_RE = re.compile(r"\s*-{1,4}> ?\d+ ")
 # Python's re tries every alternative at every position of a line, so a mark's alternatives are kept in
@@ -262,7 +267,7 @@ def _advice(line: str) -> bool:
 _PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|Thanks)(?:\s|,|$)|\*\*\w[^*]*\*\*"
                        r"|^(?:[Ii]t|[Tt]his|[Tt]hat) (?:throws|threw|gives|gave|shows|showed|fails|failed|crashes|crashed"
                        r"|seems|looks|says|said|reports|returns|returned)\b")
-_ZERO_RE = re.compile(r"(?i)\b0 (?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)(?:\s+\w+){0,2}\s*[=:]\s*0\b")
+_ZERO_RE = re.compile(r"(?i)\b0 (?:(?-i:[a-z]+s) )?(?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)(?:\s+\w+){0,2}\s*[=:]\s*0\b")
 _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|messages=|input_ids)")
 # an exception class that may say "stopped", printed without a message ("KeyboardInterrupt", "SystemExit: 1")
 _EXIT_LINE_RE = re.compile(r"(?:^|\s)((?:\w+\.)*(?:" + "|".join(sorted(EXIT_NAMES)) + r"))(?::.*)?$")
@@ -363,7 +368,7 @@ def line_mark(line: str) -> tuple[str, int] | None:
             return None
     if (m := _first(_DEATH, s)) is not None and not _harmless(s, m.start()):
         return "crash", _RANK["death"]
-    if ("emory" in s or "OOM" in s or "oom-kill" in s) and (m := _OOM_RE.search(s)) is not None and not (
+    if ("emory" in s or "OOM" in s or "oom-kill" in s or "total-vm" in s) and (m := _OOM_RE.search(s)) is not None and not (
             _quoted(s, m.start()) or _OOM_ADVICE_RE.search(s)):
         # (advice does not make it harmless: torch's own OOM message ends "try setting max_split_size_mb")
         return "oom", _RANK["death"]  # any device's, or the kernel's OOM killer ("Out of memory: Killed process")
