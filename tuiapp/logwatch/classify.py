@@ -1,6 +1,6 @@
 """One log record -> a failure finding (kind, message, signature), or nothing.
 
-Rules are anchored at the start of a *candidate* line: the record's first message and
+The families' rules (logwatch/families.py) are anchored at the start of a *candidate* line: the record's first message and
 its unindented continuation lines (exception lines, multi-line error bodies, nvcc
 output), with c10 ``[E... file.cpp:N]`` / ``[PG ... Rank N]`` tags and markdown a user
 typed around a paste (`` ` ``, ``**``) stripped, plus the ``what():`` line of a C++
@@ -27,6 +27,14 @@ import re
 from dataclasses import dataclass, field
 
 from tuiapp.logwatch.catalogue import known_error
+from tuiapp.logwatch.families import (
+    ANY_DEATH_RE,
+    CRASH_PRIO,
+    DEATH_RULES,
+    PRIORITY,
+    Rule,
+    match_rule,
+)
 from tuiapp.logwatch.generic import (
     death_anywhere,
     generic_death,
@@ -34,8 +42,8 @@ from tuiapp.logwatch.generic import (
     might_fail,
     native_backtrace,
 )
-from tuiapp.logwatch.last_resort import NOT_HYPOTHETICAL, last_resort, separate_marks
-from tuiapp.logwatch.prefix import CPP_LOG_RE, KERNEL_LINE_PREFIX
+from tuiapp.logwatch.last_resort import last_resort, separate_marks
+from tuiapp.logwatch.prefix import CPP_LOG_RE
 from tuiapp.logwatch.quiet_exit import stops_quietly
 from tuiapp.logwatch.thread_dump import thread_dump
 
@@ -55,15 +63,6 @@ _WHAT_RE = re.compile(r"\s+what\(\):\s+")
 _REPR_RE = re.compile(r"((?:[A-Za-z_]\w*\.)*[A-Z]\w*(?:Error|Exception))\((['\"])(.*)\2\)\s*$")
 _WRAPPED_RE = re.compile(r"\w+ hit an exception: (?!Traceback)(.+)")
 _GLOO_C10_RE = re.compile(r"\[[EF]\d{3,4} [\d:.]+ (?:\d+ )?ProcessGroupGloo\.cpp:\d+\]")
-_E = r"[\w.]*(?:Error|Exception): "  # an exception line's type
-# argparse's verdict on a command line (launch_server.py, `sglang serve`)
-ARGPARSE_ERROR = (r"(?:[\w.-]+: )?error: (?:unrecognized arguments: |the following arguments are required: "
-                  r"|argument -|ambiguous option: )")
-# NVSHMEM reports an error as the source line that saw it (DeepEP's bootstrap, multi-node EP)
-NVSHMEM_SOURCE_LINE = r"\S*nvshmem\S*\.(?:cpp|cu|h):[\w:]*\d+: "
-# the head of NCCL's own log line, up to its level
-# (a wrapper or NCCL_DEBUG_TIMESTAMP_FORMAT may put a date before it)
-NCCL_HEAD = r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+ )?\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL "
 _XID_RE = re.compile(r"NVRM: Xid \(PCI:[\w:.]+\): (\d+)")
 _TB_HEAD = "Traceback (most recent call last)"
 # a traceback's header as Python, IPython ("RuntimeError     Traceback (most recent call last)") and Rich
@@ -71,158 +70,16 @@ _TB_HEAD = "Traceback (most recent call last)"
 _TB_HEADER_RE = re.compile(r"[\s╭─│]*(?:[\w.]+\s{2,})?Traceback \(most recent call last\)")
 
 
-PRIORITY = ["oom", "cuda_fault", "nccl", "ep_bootstrap", "jit_arch", "keyerror", "assertion", "numerical", "hang",
-            "xid", "transfer", "request", "kv_pressure", "error", "crash"]
-
-
-@dataclass(slots=True)
-class Rule:
-    kind: str
-    regex: re.Pattern[str]
-    severity: str = "error"
-    signature: str | None = None  # fixed signature: one incident whatever the text
-    prio: float = 0.0
-    wrapper: bool = False  # only wraps a cause: a more specific kind elsewhere in the record wins
-    specific: int = 1  # crash lines: how much the line says about the death (the best one is shown)
-    needs: str = ""  # tried only on lines holding this text (kept out of the one-pass union)
-
-
-def _r(kind: str, pattern: str, severity: str = "error", signature: str | None = None,
-       flags: int = 0, prio: float | None = None, wrapper: bool = False, specific: int = 1, needs: str = "") -> Rule:
-    return Rule(kind, re.compile(pattern, flags), severity, signature,
-                PRIORITY.index(kind) if prio is None else prio, wrapper, specific, needs)
-
-
-_CRASH = PRIORITY.index("crash")
-RULES: list[Rule] = [
-    _r("oom", r"(?:torch\.)?(?:cuda\.)?OutOfMemoryError\b"),
-    _r("oom", r"[\w.]*Error\((?:[\w.]*\.)?OutOfMemoryError\)"),  # ray.exceptions.RayTaskError(OutOfMemoryError)
-    _r("oom", _E + r".*\bCUDA (?:error: )?out of memory"),
-    _r("oom", _E + r"Not enough memory\b"),
-    _r("oom", r"(?:" + _E + r")?(?:Prefill|Decode) out of memory\."),  # not "...memory happened"
-    # a capture failure is an oom unless its cause names something more specific
-    # (FlashInfer JIT arch, NCCL invalid usage, an assertion)
-    _r("oom", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed", prio=PRIORITY.index("error") - 0.5,
-       wrapper=True),
-    # ... but one whose cause is an exception that says nothing of memory is that error ("RuntimeError: Cannot
-    # call CUDAGeneratorImpl::current_seed during CUDA graph capture")
-    _r("error", _E + r".*\bCapture (?:cuda graph|[\w ]*CUDA graph) failed: (?!.*(?:[Mm]emory|OOM|alloc))"
-       r"[\w.]*(?:Error|Exception): ", prio=PRIORITY.index("error") - 0.6, wrapper=True),
-    _r("oom", _E + r".*CUBLAS_STATUS_ALLOC_FAILED"),
-    _r("oom", NCCL_HEAD + r"WARN .*out of memory"),
-    _r("nccl", r"Watchdog caught collective operation timeout"),
-    _r("nccl", r"(?:[\w.]+\.)?DistBackendError\b"),
-    _r("nccl", _E + r".*\bNCCL (?:error|communicator was aborted)"),
-    # the what() line under it names the failure better
-    _r("nccl", r"terminate called after throwing an instance of 'c10::DistBackendError'",
-       prio=PRIORITY.index("nccl") + 0.1),
-    _r("nccl", r"what\(\):.*(?:collective operation timeout|NCCL error)"),
-    _r("nccl", r"Process group watchdog thread terminated with exception: .*(?:timeout|NCCL)"),
-    # Gloo (the CPU process group) fails the same ways NCCL does
-    _r("nccl", r"(?:" + _E + r")?\[[^\]]*gloo/transport/\w+/[\w.]+:\d+\] "),
-    _r("nccl", r"Gloo connectFullMesh failed\b"),
-    _r("nccl", r"(?:\[Rank \d+\]:? )?Ranks? [\d, ]+ failed to pass monitoredBarrier"),
-    _r("nccl", r"Rank \d+ successfully reached monitoredBarrier, but received errors"),
-    # NCCL's own WARN level: real failures follow with an error (traceback, c10 watchdog)
-    # that joins the same incident and makes it an error; a WARN at shutdown stays a warning.
-    # NCCL prints "host:pid:tid [dev] file.cc:N NCCL WARN msg" (the source location since 2.x,
-    # none before); a paste may keep only "file.cc:N NCCL WARN msg".
-    # (not a WARN of what a setting "can lead to": RCCL's advice on a missing kernel parameter)
-    _r("nccl", NCCL_HEAD + r"WARN\b" + NOT_HYPOTHETICAL, "warning"),
-    _r("nccl", NCCL_HEAD + r"ERROR\b"),
-    # nccl-tests reporting a failed NCCL call: "NCCL failure common.cu:908 'unhandled cuda error'"
-    _r("nccl", r"(?:Test )?NCCL failure [\w./-]+:\d+ '"),
-    _r("nccl", r"(?:[\w.-]+/)*[\w.-]+\.(?:cc|c|cu|cpp|h):\d+ NCCL WARN\b" + NOT_HYPOTHETICAL, "warning",
-       needs="NCCL WARN"),
-    # a kernel fault CUDA reports to the exception of whatever call noticed it (also when that is a
-    # CUDA-graph capture: the fault, not memory, is the cause)
-    _r("cuda_fault", _E + r".*\b(?:an illegal (?:memory access|instruction) was encountered|misaligned address"
-       r"|unspecified launch failure)", signature="cuda_fault"),
-    # a CUDA fault the NCCL watchdog thread noticed (the faulting kernel ran earlier, elsewhere)
-    _r("cuda_fault", r"(?:\s*what\(\):\s+)?(?:\[E[\w ]*\.cpp:\d+\] )?(?:\[(?:PG [^\]]*|Rank \d+)\] ?)*"
-       r"(?:NCCL|Process group) watchdog thread terminated with exception: CUDA error: ", signature="cuda_fault"),
-    # expert parallelism: DeepEP's NVSHMEM bootstrap; the summary lines say most
-    _r("ep_bootstrap", NVSHMEM_SOURCE_LINE, signature="ep_bootstrap"),
-    _r("ep_bootstrap", r"(?:transport create connect|connect EPS) failed\s*$", signature="ep_bootstrap"),
-    # the summary lines: shown instead of the first line of the burst (specific=2)
-    _r("ep_bootstrap", r"(?:" + NVSHMEM_SOURCE_LINE + r")?(?:NVSHMEM API called before NVSHMEM initialization|nvshmem (?:initialization|setup connections)"
-       r" failed|aborting due to error in nvshmemi_init)", signature="ep_bootstrap",
-       prio=PRIORITY.index("ep_bootstrap") - 0.1, specific=2),
-    # numerical faults: SGLang's sampler checks the logits/probabilities of each batch
-    _r("numerical", r"(?:" + _E + r")?(?:Detected errors during sampling! )?NaN (?:in|detected in) (?:the )?"
-       r"(?:logits|probabilit\w*)", signature="numerical"),
-    # torch's sampler refusing a distribution that went non-finite
-    _r("numerical", _E + r"probability tensor contains either \W?inf\W?, \W?nan\W? or element < 0",
-       signature="numerical"),
-    # kernel Xid events (dmesg or a journal fed through --log-cmd): one incident per Xid code
-    _r("xid", KERNEL_LINE_PREFIX + r"NVRM: Xid \(PCI:[\w:.]+\): \d+\b"),
-    # prefill/decode disaggregation: a request whose KV transfer or bootstrap failed
-    # (Mooncake, NIXL); the server goes on, the request gets an error
-    _r("transfer", r"(?:Decode|Prefill|Encode|Embedding) (?:transfer|bootstrap) failed for request\b",
-       "warning", "transfer"),
-    _r("transfer", r"E\d{4} [\d:.]+ +\d+ (?:\w*transport\w*|transfer_\w+|nixl_\w+|ucx_\w+)\.cpp:\d+\] ",
-       "warning", "transfer"),
-    # a request the server answered with 500 in its own access log
-    _r("request", r"INFO: +\S+ - \"[A-Z]+ \S+ HTTP/[\d.]+\" 500\b", "warning", "request"),
-    _r("jit_arch", r"nvcc fatal\s*: Unsupported gpu architecture"),
-    _r("jit_arch", r"ptxas fatal\s*: Value '(?:sm|compute)_\d+a?' is not defined"),
-    _r("jit_arch", r"ptxas .*not supported on \.target '(?:sm|compute)_\d+"),
-    _r("jit_arch", _E + r".*(?:no kernel image is available|cudaErrorNoKernelImageForDevice)"),
-    _r("jit_arch", _E + r".*\b(?:unsupported|not supported|does not support|no supported|unknown)\b.*"
-       r"\b(?:sm_?\d{2,3}a?|compute_\d{2,3}a?|gpu arch\w*|cuda arch\w*|architecture|compute capability)",
-       flags=re.IGNORECASE),
-    _r("keyerror", r"KeyError\b"),
-    _r("assertion", r"AssertionError\b"),
-    _r("hang", r"Scheduler watchdog timeout\b", signature="hang"),
-    _r("hang", r"Watchdog timeout \(self\.watchdog_timeout=", signature="hang"),  # older spelling
-    _r("hang", r"Health check failed\. Server couldn't get a response", "warning", "hang"),
-    _r("kv_pressure", r"KV cache pool is full\. Retract requests\.", "warning", "kv_pressure"),
-    # the older spelling of the same retraction warning (logger.info, not a failure)
-    _r("kv_pressure", r"[Dd]ecode out of memory happened\b", "warning", "kv_pressure"),
-    _r("error", r"\w+ hit an exception\b", wrapper=True),
-    _r("error", r"Initialization failed\. warmup error", wrapper=True),
-    _r("error", r"[\w.-]+\.py: error: "),  # argparse: unrecognized/ambiguous option
-    _r("error", ARGPARSE_ERROR),  # `sglang serve` and diffusion serve print it bare or as "sglang: error:"
-    _r("error", r"ERROR:\s+\[Errno \d+\] "),  # uvicorn: e.g. the port is taken
-    # the router/gateway dropping a worker it found dead (it logs that as a warning and goes on
-    # with the others; the worker is lost all the same)
-    _r("error", r".*\bRemoving (?:failed|unhealthy|dead) worker\b", needs="Removing "),
-    # ways the server dies; `specific` ranks how much a line says about the death
-    _r("crash", r"(?:Message: ['\"])?Received sigquit from a child proces+\b", signature="crash", specific=0),
-    _r("crash", r"SIGQUIT received\.", signature="crash", specific=0),
-    _r("crash", r"Subprocess \S+ (?:\(pid=\d+\) )?crashed with exit code -?\d+", signature="crash", specific=3),
-    _r("crash", r"(?:" + _E + r")?Rank \d+ scheduler died during initialization", signature="crash", specific=3),
-    _r("crash", r"Rank \d+ scheduler is dead\b", signature="crash", specific=3),
-    _r("crash", r"Exit code: -?[1-9]\d*\s*$", signature="crash", specific=1),  # 0 is a clean exit
-    _r("crash", r"(?:" + _E + r")?Initialization failed\. Please see the error messages above",
-       signature="crash", specific=0, wrapper=True),
-    _r("crash", r"terminate called after throwing an instance of\b", signature="crash", specific=2),
-    _r("crash", r"Fatal Python error: (?:Aborted|Segmentation fault|Bus error|Floating point exception"
-       r"|Illegal instruction)", signature="crash", specific=2),
-    _r("crash", r"(?:.*\bline \d+: +\d+ Killed\b|Killed\s*$)", signature="crash", specific=0, needs="Killed"),
-    _r("crash", r"Segmentation fault \(core dumped\)", signature="crash", specific=2),
-]
-# One pass over all rules for the common case of an ordinary line. A rule that must scan the
-# line (".*" first: the shell's "line N: PID Killed") or that begins with any word (a bare
-# NCCL source location) stays out of it and is tried only when the line has its text: in the
-# union it doubled the cost of every ordinary line.
-_SCAN_RULES = [r for r in RULES if r.needs]
-_ANY_RULE_RE = re.compile("|".join(
-    f"(?i:{r.regex.pattern})" if r.regex.flags & re.IGNORECASE else f"(?:{r.regex.pattern})"
-    for r in RULES if r not in _SCAN_RULES
-))
-_DEATH_RULES = [r for r in RULES if r.kind == "crash"]
-_ANY_DEATH_RE = re.compile("|".join(f"(?:{r.regex.pattern})" for r in _DEATH_RULES))
 _GLOO_RULE = Rule("nccl", re.compile(""), prio=PRIORITY.index("nccl"))
 _BARE_RULE = Rule("error", _BARE_EXC_RE, prio=PRIORITY.index("error"))
 _HEADLESS_RULE = Rule("error", _BARE_EXC_RE, prio=PRIORITY.index("error"))
 _FINAL_RULE = Rule("error", EXC_RE, prio=PRIORITY.index("error"))
 # the generic layer (generic.py, catalogue.py): what no family knows is an error or a death
 _GENERIC_RULE = Rule("error", re.compile(""), prio=PRIORITY.index("error"))
-_GENERIC_DEATH_RULE = Rule("crash", re.compile(""), signature="crash", prio=_CRASH, specific=2)
+_GENERIC_DEATH_RULE = Rule("crash", re.compile(""), signature="crash", prio=CRASH_PRIO, specific=2)
 # a thread dump without the report it was printed for (logwatch/thread_dump.py); any death line says more
 _DUMP_RULES = {"hang": Rule("hang", re.compile(""), prio=PRIORITY.index("hang"), specific=0),
-               "crash": Rule("crash", re.compile(""), signature="crash", prio=_CRASH, specific=0)}
+               "crash": Rule("crash", re.compile(""), signature="crash", prio=CRASH_PRIO, specific=0)}
 _LAST_OOM_RULE = Rule("oom", re.compile(""), prio=PRIORITY.index("oom"))
 _NOT_A_FAILURE = ("WARNING", "Warning", "WARN", "INFO", "DEBUG", "NOTICE", "TRACE")
 _FRAME = '  File "'
@@ -340,22 +197,6 @@ def final_exception(body: list[str]) -> tuple[int, str] | None:
     return last
 
 
-def _match(line: str) -> Rule | None:
-    """The most specific rule matching the line (a capture failure that names an
-    unsupported architecture is jit_arch, not oom)."""
-    if not _ANY_RULE_RE.match(line):
-        for r in _SCAN_RULES:  # (a loop, not a generator: this runs on every candidate line)
-            if r.needs in line and r.regex.match(line):
-                break
-        else:
-            return None
-    best = None
-    for rule in RULES:
-        if (best is None or rule.prio < best.prio) and rule.regex.match(line):
-            best = rule
-    return best
-
-
 def _ranks(body: list[str]) -> list[int]:
     ranks: list[int] = []
     for line in body:
@@ -383,8 +224,8 @@ def _wrapped_line(body: list[str]) -> tuple[float, Rule, int, str] | None:
         if len(line) < _WRAP_MIN or not nxt or nxt[:2].isspace() or nxt[0] == "\t" or (i and line[0].isspace()):
             continue
         joined = clean(line) + nxt
-        rule = _match(joined)
-        if rule is not None and not _match(clean(line)):
+        rule = match_rule(joined)
+        if rule is not None and not match_rule(clean(line)):
             return (rule.prio, rule, i, joined)
     return None
 
@@ -561,11 +402,11 @@ def classify(body: list[str]) -> Finding | None:
     native = False
     one_line = None  # read from one line of the record: other lines may be failures of their own
     for idx, line in cands:
-        rule = _match(line)
+        rule = match_rule(line)
         if rule is None:
             continue
-        if _ANY_DEATH_RE.match(line):
-            drule = next(r for r in _DEATH_RULES if r.regex.match(line))
+        if ANY_DEATH_RE.match(line):
+            drule = next(r for r in DEATH_RULES if r.regex.match(line))
             if death is None or drule.specific > death[0]:
                 death = (drule.specific, drule, idx, line)
         if best is None or rule.prio < best[0]:
@@ -578,7 +419,7 @@ def classify(body: list[str]) -> Finding | None:
     final = final_exception(body) if has_tb or (len(body) > 1 and any(b.startswith(_FRAME) for b in body)) else None
     if final is not None:
         # the kind follows the exception printed last, unless it only wraps its cause
-        frule = _match(final[1])
+        frule = match_rule(final[1])
         if frule is not None and (
                 (frule.kind != "crash" and not frule.wrapper)
                 or (frule.kind == "crash" and (best is None or best[1].wrapper or best[1].kind == "crash"))):

@@ -25,7 +25,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tuiapp.events import Alert
-from tuiapp.logwatch.classify import PRIORITY, Finding
+from tuiapp.logwatch.classify import Finding
+from tuiapp.logwatch.families import PRIORITY
 
 CONSEQUENCE_S = 30.0
 CAUSE_AFTER_S = 2.0

@@ -3,7 +3,7 @@ watcher that reads a server's log: ``(kind, line)`` or None."""
 
 from __future__ import annotations
 
-from tuiapp.logwatch.classify import PRIORITY
+from tuiapp.logwatch.families import PRIORITY
 from tuiapp.logwatch.watcher import LogWatcher
 
 

@@ -35,13 +35,12 @@ from tuiapp.logwatch.batchstats import parse_batch_line
 from tuiapp.logwatch.classify import (
     _BARE_EXC_RE,
     _TB_HEAD,
-    ARGPARSE_ERROR,
     EXC_RE,
-    NVSHMEM_SOURCE_LINE,
     Finding,
     classify,
 )
 from tuiapp.logwatch.envelope import EnvelopeDetector
+from tuiapp.logwatch.families import ARGPARSE_ERROR, NVSHMEM_SOURCE_LINE
 from tuiapp.logwatch.generic import RECORD_START_RE
 from tuiapp.logwatch.grouping import AlertGrouper
 from tuiapp.logwatch.lines import Line, LineSplitter
