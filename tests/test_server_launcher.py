@@ -85,6 +85,18 @@ async def test_readiness_timeout_is_a_failure_and_the_server_can_still_be_stoppe
     assert events[-1].state == "stopped"
 
 
+async def test_a_ready_line_the_loop_reads_after_the_deadline_is_no_ready_in_time(tmp_path):
+    # the loop stalled (a busy box) past the ready timeout while the server came up: whichever of
+    # the two it gets to first, the server was not ready within its timeout
+    server, events, _ = make(["--ready-after", "0.2"], tmp_path, ready_timeout_s=0.05)
+    await server.start()
+    time.sleep(0.6)  # (blocks the loop: the ready line is printed meanwhile, and read only after)
+    assert not await server.wait_ready()
+    assert events[-1].state == "failed" and events[-1].message == "not ready after 0.05 s"
+    assert not any(e.state == "ready" for e in events)
+    await server.stop(sigint_timeout_s=5)
+
+
 async def test_exit_while_starting_is_a_failed_start_with_its_cause(tmp_path):
     pid_file = tmp_path / "pids"
     server, events, _ = make(["--fail-after", "0.3", "--ready-after", "30", "--ranks", "2",

@@ -275,7 +275,12 @@ class ServerProcess:
     def _mark_ready(self, how: str) -> None:
         if self._state != "starting":
             return
-        self._startup_s = time.monotonic() - self._started_at_s
+        startup_s = time.monotonic() - self._started_at_s
+        if startup_s > self.ready_timeout_s:
+            # seen after its deadline (a loop stalled past it while the server came up): it was not
+            # ready in time, whichever of the two the loop got to first; wait_ready says so
+            return
+        self._startup_s = startup_s
         self._set_state("ready", pid=self.pid, startup_s=self._startup_s, message=f"ready ({how})")
         self._ready.set()
 
