@@ -76,7 +76,7 @@ _PREFIXES = ["", "[80746] ", "job-7f3a | 12:00:01 | ", "(train_rft pid=2657296) 
     ("0.51.940.248 I srv  log_server_response: rid  | GET /v1/models 127.0.0.1:42298 | status 503 | cost 6.24s", "error"),
     # sacct's row of a step that ran out of memory; an assertion macro of C code; UCX's banner, padded
     ("[JOBID].0    python3.12               default          1 OUT_OF_ME+    0:125", "crash"),
-    ("................GGML_ASSERT: D:/a/ggml-cuda.cu:5925: false", "crash"),
+    ("................GGML_ASSERT: D:/a/ggml-cuda.cu:5925: false", "assertion"),
     ("==== backtrace (tid:  31212) ====", "crash"),
     # a supervisor's record of a child that died, at its INFO level
     ("2012-03-08 12:06:36,177 INFO exited: webserver (exit status 1; not expected)", "crash"),

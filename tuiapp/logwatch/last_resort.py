@@ -189,6 +189,9 @@ _DEVICE = _parts(
     # an error object in JSON
     (('"error"',), r"\"error\"\s*:\s*(?:\{|\"[^\"])"),
 ) + _OVERRIDING
+# a C/C++ assertion macro that failed ("GGML_ASSERT: ggml-cuda.cu:5925: false", "NVSHMEMI_ASSERT(...) failed"): an
+# assertion, as an AssertionError is, whose abort follows
+_C_ASSERT_RE = re.compile(r"\b[A-Z][A-Z0-9]*_ASSERT\w*(?:: \S|\(.*\) failed)")
 _DEATH = _parts(
     (("Segmentation fault", "core dumped"), r"\bSegmentation fault\b|\bcore dumped\b"),
     (("SIG",), r"\bSIG(?:SEGV|ABRT|BUS|KILL|FPE|ILL)\b"),
@@ -205,8 +208,6 @@ _DEATH = _parts(
     (("FAIL", "OUT_OF_ME"), r"\b(?:FAILED|NODE_FAIL|BOOT_FAIL|OUT_OF_ME(?:MORY|\+))\s+\d+:\d+\s*$"),
     # UCX's crash handler ("==== backtrace (tid:2330856) ====")
     (("backtrace",), r"=+ backtrace \(tid:\s*\d+\) =+"),
-    # a C/C++ assertion macro that failed ("GGML_ASSERT: ggml-cuda.cu:5925: false", "NVSHMEMI_ASSERT(...) failed")
-    (("_ASSERT",), r"\b[A-Z][A-Z0-9]*_ASSERT\w*(?:: \S|\(.*\) failed)"),
     (("died", "killed", "dead"),
      r"\b(?:process|worker|actor|engine|scheduler|child)\b[^.]{0,40}\b(?:died|was killed|is dead)\b"
      r"|\b(?:marked|is) as dead\b"),
@@ -335,7 +336,7 @@ _RANK = {"death": 5, "traceback": 4, "exception": 4, "device": 3, "glog": 3, "le
 # lines reads each once. (Small: it holds what is near, not a whole log.)
 @functools.lru_cache(maxsize=256)
 def line_mark(line: str) -> tuple[str, int] | None:
-    """("crash", "oom" or "error", how much it says) for one line, wherever in it the mark sits."""
+    """("crash", "oom", "assertion" or "error", how much it says) for one line, wherever in it the mark sits."""
     if not any(h in line for h in _HINTS):
         return None
     s = line.strip()
@@ -368,6 +369,8 @@ def line_mark(line: str) -> tuple[str, int] | None:
             return None
     if (m := _first(_DEATH, s)) is not None and not _harmless(s, m.start()):
         return "crash", _RANK["death"]
+    if "_ASSERT" in s and (m := _C_ASSERT_RE.search(s)) is not None and not _harmless(s, m.start()):
+        return "assertion", _RANK["death"]  # (it aborts the process: it says as much as a death)
     if ("emory" in s or "OOM" in s or "oom-kill" in s or "total-vm" in s) and (m := _OOM_RE.search(s)) is not None and not (
             _quoted(s, m.start()) or _OOM_ADVICE_RE.search(s)):
         # (advice does not make it harmless: torch's own OOM message ends "try setting max_split_size_mb")
