@@ -21,7 +21,7 @@ from tuiapp.logwatch.envelope import EnvelopeDetector
 DATA = Path(__file__).parent / "data"
 ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4", DATA / "logs_oos5",
           DATA / "logs_oos6", DATA / "logs_oos7", DATA / "logs_oos8", DATA / "logs_oos9", DATA / "logs_oos10",
-          DATA / "logs_oos11", DATA / "logs_oos12", DATA / "logs_oos13"] + [DATA / f"logs_oos{n}" for n in range(14, 46)]
+          DATA / "logs_oos11", DATA / "logs_oos12", DATA / "logs_oos13"] + [DATA / f"logs_oos{n}" for n in range(14, 50)]
 # known misses, kept failing on purpose (strict: the test says so when one starts to pass)
 KNOWN_MISSES: dict[str, str] = {
     "n09_docker_timestamps_modulenotfound_uvicorn_pip_warning_second_traceback":
@@ -193,6 +193,24 @@ KNOWN_MISSES: dict[str, str] = {
         "a relay's ERROR level for a child's stderr that holds Python warnings is raised",
     "k24_libfabric_efa_ibv_open_device_failed_fi_getinfo_minus61":
         "libfabric's <warn> lines and fi_getinfo's -61 stay warnings",
+    "l01_vllm_apiserver_enginedeaderror_then_500_messages":
+        "a frame of the API server's traceback logged line by line at ERROR decides, and the 500s join it",
+    "l08_decoy_torchelastic_unit_tests_forcefully_exiting_ok":
+        "torch elastic's unit tests print a worker's 'failed (exitcode: 138)' while they pass: raised",
+    "l19_intel_xpu_devicesanitizer_out_of_bounds_write_usm":
+        "Intel's device sanitizer report of an out-of-bounds write is read by no rule",
+    "qq02_decoy_torch_distributed_run_nccl_watchdog_started_options":
+        "the NCCL watchdog's start-up options table ('TIMEOUT(ms): 5000') is raised",
+    "qq24_vllm_mooncake_store_connector_failed_to_receive_kvs_redo":
+        "vLLM's WARNING that it failed to receive the KVs and redoes the forward stays a warning",
+    "qq25_docker_logs_t_tgi_gaudi_device_acquire_failed_shard_cannot_start":
+        "the shard's failure to start after the device-acquire error joins its burst",
+    "qq32_decoy_torchserve_ddb_plugin_error_no_snapshot_starts_default":
+        "TorchServe's ERROR that it found no snapshot (it starts with defaults) is raised",
+    "rr07_decoy_vllm_ascend_engine_core_died_after_clean_shutdown":
+        "'EngineCore died unexpectedly' after a clean shutdown is raised",
+    "rr09_tensordict_notimplementederror_in_keyword_indented":
+        "an indented exception line alone, in a paste, is read by no rule",
 }
 OOS = [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[p.stem])) if p.stem in KNOWN_MISSES
        else p for p in sorted(p for d in ROUNDS for p in d.glob("*.log"))]
@@ -209,7 +227,8 @@ def labels(log: Path) -> dict:
 def test_each_round_is_what_its_readme_says() -> None:
     for d in ROUNDS:
         logs = sorted(d.glob("*.log"))
-        assert len(logs) >= (14 if d.name == "logs_oos4" else 30)  # the fourth round is a small one
+        # the fourth round is a small one; texts left out on reading took round 49 to 29
+        assert len(logs) >= (14 if d.name == "logs_oos4" else 29)
         readme = (d / "README.md").read_text()
         assert {p.stem for p in logs} == {line.split(" | ")[0][2:] for line in readme.splitlines()
                                           if line.startswith("| ") and not line.startswith("| excerpt")
