@@ -81,7 +81,9 @@ _GENERIC_DEATH_RULE = Rule("crash", re.compile(""), signature="crash", prio=CRAS
 _DUMP_RULES = {"hang": Rule("hang", re.compile(""), prio=PRIORITY.index("hang"), specific=0),
                "crash": Rule("crash", re.compile(""), signature="crash", prio=CRASH_PRIO, specific=0)}
 _LAST_OOM_RULE = Rule("oom", re.compile(""), prio=PRIORITY.index("oom"))
-_LAST_ASSERT_RULE = Rule("assertion", re.compile(""), prio=PRIORITY.index("assertion"))
+# the last resort's kinds other than a generic error (last_resort.line_mark)
+_LAST_RESORT_RULES = {"crash": _GENERIC_DEATH_RULE, "oom": _LAST_OOM_RULE,
+                      "assertion": Rule("assertion", re.compile(""), prio=PRIORITY.index("assertion"))}
 _NOT_A_FAILURE = ("WARNING", "Warning", "WARN", "INFO", "DEBUG", "NOTICE", "TRACE")
 _FRAME = '  File "'
 _C10_COLLECTIVE = " ProcessGroup"
@@ -386,7 +388,7 @@ def _last_resort(body: list[str]) -> tuple[float, Rule, int, str] | None:
     found = last_resort(body)
     if found is None:
         return None
-    rule = {"crash": _GENERIC_DEATH_RULE, "oom": _LAST_OOM_RULE, "assertion": _LAST_ASSERT_RULE}.get(found[0], _GENERIC_RULE)
+    rule = _LAST_RESORT_RULES.get(found[0], _GENERIC_RULE)
     line = body[found[1]].strip()
     return None if _CLIENT_ERROR_RE.match(line) else (rule.prio, rule, found[1], line)
 

@@ -27,7 +27,6 @@ import re
 import threading
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 from tuiapp.events import LogLine, ServerState, ServerStats
@@ -52,6 +51,7 @@ from tuiapp.logwatch.prefix import (
     parse_c10_prefix,
     parse_sglang_prefix,
 )
+from tuiapp.logwatch.record import Record
 from tuiapp.server.output import READY_LINE
 
 IDLE_S = 0.03
@@ -104,54 +104,6 @@ _WARN_RE = re.compile(
     r"|TorchSymmMemCommunicator: "
 )
 _DEPRECATED = " is deprecated"  # anywhere in the line: a substring test, not a ".*" scan of every record
-
-
-@dataclass(slots=True)
-class Record:
-    line_no: int
-    texts: list[str]  # as printed
-    body: list[str]  # the messages: prefixes stripped
-    tp: int | None
-    dp: int | None
-    ep: int | None
-    log_t: float | None
-    last_wall: float
-    in_tb: bool = False  # inside a traceback, its exception line not seen yet
-    held: bool = False  # a headless native backtrace waiting for what follows it
-    has_tb: bool = False
-    last_nonblank: str = ""
-    extra: dict[str, Any] = field(default_factory=dict)
-    nums: list[int] = field(default_factory=list)  # line number of each body line (ranks interleave)
-
-    def track(self, line: str) -> None:
-        if not line or line.isspace():
-            return
-        if _TB_HEAD in line:
-            self.in_tb = True
-            self.has_tb = True
-        elif self.in_tb and not line[0].isspace():
-            self.in_tb = False
-        self.last_nonblank = line
-
-    def add(self, text: str, body_line: str, wall: float, line_no: int) -> None:
-        if not self.nums:
-            self.nums.append(self.line_no)
-        self.texts.append(text)
-        self.body.append(body_line)
-        self.nums.append(line_no)
-        self.last_wall = wall
-        self.track(body_line)
-
-    @property
-    def waiting(self) -> bool:
-        """More of this record is due: a traceback without its exception line, or a
-        message that ends with ":" (e.g. "Ninja build failed. Ninja output:")."""
-        return self.in_tb or self.held or self.last_nonblank.rstrip().endswith(":")
-
-    def expects_traceback(self) -> bool:
-        head = self.body[0]
-        return (self.last_nonblank.rstrip().endswith(":")
-                or head.startswith("Exception ignored in") or head.startswith("Process "))
 
 
 class LogWatcher:
@@ -627,25 +579,25 @@ class LogWatcher:
         # the record's own prefix says whose it is; ranks in the text (a peer named in
         # an NCCL message) count only for records without one
         ranks = [rec.tp] if rec.tp is not None else finding.ranks
-        first_line, sig_line = (rec.line_no, _line_of(rec, finding.line_index)) if at is None else (at, at)
+        first_line, sig_line = (rec.line_no, rec.line_of(finding.line_index)) if at is None else (at, at)
         into = self._grouper.add(finding, ranks, first_line, text, rec.log_t, rec.last_wall, into=into,
                                  sig_line=sig_line)
         if finding.death is not None:
             self._grouper.add(finding.death, ranks, rec.line_no, text, rec.log_t, rec.last_wall,
-                              sig_line=_line_of(rec, finding.death.line_index))
+                              sig_line=rec.line_of(finding.death.line_index))
         return into
 
     def _add_apart(self, rec: Record, finding: Finding, text: str) -> Any:
         """A record that holds several failures of its own (last_resort.separate_marks): each is an
         incident that starts at its own line, as if it had been a record of its own."""
-        first = self._add_finding(rec, finding, text, at=_line_of(rec, finding.line_index))
+        first = self._add_finding(rec, finding, text, at=rec.line_of(finding.line_index))
         for j in finding.apart:
             other = classify([rec.body[j]])
             if other is None:
                 continue
             # (not a follow-up of the failure beside it, nor of a death before it: its own)
             other.generic, other.knock_on = False, ""
-            self._add_finding(rec, other, rec.texts[j] if j < len(rec.texts) else text, at=_line_of(rec, j))
+            self._add_finding(rec, other, rec.texts[j] if j < len(rec.texts) else text, at=rec.line_of(j))
         return first
 
     def _release_fragment(self) -> None:
@@ -657,10 +609,6 @@ class LogWatcher:
 def _year_month(t: float) -> tuple[int, int]:
     tm = time.gmtime(t)
     return tm.tm_year, tm.tm_mon
-
-
-def _line_of(rec: Record, index: int) -> int:
-    return rec.nums[index] if index < len(rec.nums) else rec.line_no + index
 
 
 def _unalarming(rec: Record) -> bool:
