@@ -27,12 +27,13 @@ def score_oos(root: Path, verbose: bool) -> dict:
     from tuiapp.commands.logscan import scan_file
 
     logs = sorted(root.glob("*.log"))
-    total = found = false = dup = joined = 0
+    total = found = false = dup = joined = by_cause = 0
     by: dict[str, list[int]] = {}  # "category:x" / "kind:x" -> [found, failures, false alerts]
     for log in logs:
         lab = json.loads(log.with_name(log.name[:-4] + ".labels.json").read_text())
         incs = scan_file(str(log))["incidents"]
         hit = [False] * len(lab["failures"])
+        owner: list[dict | None] = [None] * len(lab["failures"])  # the incident that found or told each failure
         extra = []
         for inc in incs:
             inside = [k for k, f in enumerate(lab["failures"])
@@ -40,6 +41,7 @@ def score_oos(root: Path, verbose: bool) -> dict:
             ok = [k for k in inside if inc["kind"] in lab["failures"][k]["kinds"]]
             if ok and not hit[ok[0]]:
                 hit[ok[0]] = True
+                owner[ok[0]] = inc
             elif ok or inside:
                 dup += 1  # a second incident for a found failure, or one of the wrong kind inside it
             else:
@@ -50,6 +52,15 @@ def score_oos(root: Path, verbose: bool) -> dict:
                                    for inc in incs for line, _ in inc.get("joined", ()))
                 for k, f in enumerate(lab["failures"])]
         joined += sum(told)
+        # a failure its labels call a consequence of an earlier one ("after": K, labelled before any run),
+        # told by the incident that found (or told) that cause: what issue 41 item 4 asks of a knock-on
+        for k, f in enumerate(lab["failures"]):
+            cause = f.get("after")
+            if hit[k] or cause is None or not 0 <= cause < k or owner[cause] is None:
+                continue
+            if any(f["first_line"] <= line <= f["last_line"] for line, _ in owner[cause].get("joined", ())):
+                owner[k] = owner[cause]
+                by_cause += 1
         false += len(extra)
         total += len(hit)
         found += sum(hit)
@@ -61,16 +72,18 @@ def score_oos(root: Path, verbose: bool) -> dict:
                 row[1] += 1
         by.setdefault(keys[0], [0, 0, 0])[2] += len(extra)
         if verbose and (not all(hit) or extra):
-            print(f"{log.stem}\n  want {[(f['first_line'], f['last_line'], f['kinds']) for f in lab['failures']]}"
+            print(f"{log.stem}\n  want {[(f['first_line'], f['last_line'], f['kinds'], *(['after', f['after']] if 'after' in f else [])) for f in lab['failures']]}"
                   f"\n  got  {[(i['kind'], i['first_line'], i['signature_line'], i['message'][:90]) for i in incs]}")
     print(f"{root}: {len(logs)} excerpts, {total} failures; found {found}/{total} "
           f"(recall {found / max(total, 1):.0%}); false alerts {false} ({false / max(len(logs), 1) * 25:.1f} per 25 "
           f"excerpts); duplicates {dup}; told as another incident's knock-on or burst line {joined} "
-          f"(found or told {found + joined}/{total}, {(found + joined) / max(total, 1):.0%})")
+          f"(found or told {found + joined}/{total}, {(found + joined) / max(total, 1):.0%}); "
+          f"labelled consequences told by their cause's incident {by_cause} "
+          f"(found or told by the cause {found + by_cause}/{total}, {(found + by_cause) / max(total, 1):.0%})")
     for key, (ok, n, extra) in sorted(by.items()):
         print(f"  {key:<22} found {ok}/{n}  false alerts {extra}")
     return {"excerpts": len(logs), "failures": total, "found": found, "false": false, "duplicates": dup,
-            "joined": joined}
+            "joined": joined, "told_by_cause": by_cause}
 
 
 def main(argv: list[str]) -> int:

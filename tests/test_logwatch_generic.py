@@ -257,6 +257,25 @@ def test_the_score_script_prints_recall_and_false_alerts() -> None:
     assert "category:accelerator" in out and "kind:error" in out
 
 
+def test_a_consequence_counts_as_told_only_where_its_labels_name_the_cause_whose_incident_tells_it(tmp_path) -> None:
+    # j05: the request's failure frames (lines 4-8) join the EngineDeadError's incident (lines 2-3)
+    src = DATA / "logs_oos44" / "j05_ray_serve_replica_vllm_enginedeaderror_then_request_failure_frames"
+    lab = json.loads(src.with_suffix(".labels.json").read_text())
+
+    def score(failures: list[dict]) -> str:
+        (tmp_path / "x.log").write_text(src.with_suffix(".log").read_text())
+        (tmp_path / "x.labels.json").write_text(json.dumps({**lab, "failures": failures}))
+        return subprocess.run([sys.executable, "benchmarks/wild_score.py", "--oos", str(tmp_path)], cwd=ROOT,
+                              capture_output=True, text=True, timeout=120, check=True).stdout
+
+    cause, knock_on = lab["failures"]
+    assert "told by their cause's incident 1 (found or told by the cause 2/2" in score([cause, {**knock_on, "after": 0}])
+    assert "told by their cause's incident 0 (found or told by the cause 1/2" in score([cause, knock_on])
+    # told by an incident that found another failure than the one named as its cause: not counted
+    other = {"first_line": 1, "last_line": 1, "kinds": ["error"]}
+    assert "told by their cause's incident 0 " in score([other, cause, {**knock_on, "after": 0}])
+
+
 # ------------------------------------------------------------------ the generic layer
 
 
