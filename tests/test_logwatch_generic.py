@@ -81,8 +81,6 @@ KNOWN_MISSES: dict[str, str] = {
         "the process's death after the Gloo failure joins it",
     "t34_vllm_double_spaced_failed_execution_engine_dead_500":
         "the 500 and the engine's traceback join the failed execution's incident",
-    "u19_vllm_ascend_negative_available_kv_cache_memory":
-        "a negative 'Available KV cache memory' says no failure word",
     "t38_decoy_rocm_smi_empty_sysfs_pclk_warning_radeon_vii":
         "rocm-smi's 'Unable to determine current clocks' is raised",
     "u20_dcgmi_diag_table_gpu0_busy_memory_fail":
@@ -105,8 +103,6 @@ KNOWN_MISSES: dict[str, str] = {
         "torchrun's SIGTERM and the thread's traceback join the driver error",
     "w23_torchrun_agents_received_15_death_signal_closing_processes":
         "torch elastic's W-level 'Received 15 death signal' stays a warning",
-    "x12_sglang_rocm_dp_profiled_kv_tokens_negative":
-        "a negative profiled KV size says no failure word",
     "x18_ray_vllm_worker_native_frames_nccl_comm_watchdog":
         "native frames without a symbol or a head are no failure of their own",
     "x21_opencode_sglang_bad_request_context_length":
@@ -447,6 +443,21 @@ def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -
 ])
 def test_the_fabrics_ordinary_lines_stay_silent(line: str) -> None:
     assert scan_text(line + "\n") == []
+
+
+@pytest.mark.parametrize("line, oom", [
+    ("INFO 05-12 01:48:42 [gpu_worker.py:276] Available KV cache memory: -0.87 GiB", True),
+    ("[2025-07-02 07:41:59 DP0 TP0] max_total_tokens=131072 is larger than the profiled value -561981. "
+     "Use the profiled value instead.", True),
+    ("[2025-07-02 07:41:58 TP0] Load weight end. type=LlamaForCausalLM, avail mem=-2.41 GB, mem usage=80.1 GB.", True),
+    # a usage or a delta below zero is ordinary; -1 is a setting's "unset"; a positive capacity is health
+    ("[2025-07-02 07:42:10 TP0] Capture cuda graph end. Time elapsed: 5.21 s. mem usage=-0.01 GB. avail mem=9.8 GB.",
+     False),
+    ("server_args=ServerArgs(chunked_prefill_size=-1, max_total_tokens=-1, cuda_graph_max_bs=-1)", False),
+    ("INFO 05-12 01:48:42 [gpu_worker.py:276] Available KV cache memory: 60.87 GiB", False),
+])
+def test_a_memory_capacity_below_zero_is_an_oom(line: str, oom: bool) -> None:
+    assert [i["kind"] for i in scan_text(line + "\n")] == (["oom"] if oom else [])
 
 
 _C10_FRAMES = ("frame #6: c10d::TCPStore::TCPStore(std::string, c10d::TCPStoreOptions const&) + 0x20c "

@@ -22,6 +22,9 @@ NVSHMEM_SOURCE_LINE = r"\S*nvshmem\S*\.(?:cpp|cu|h):[\w:]*\d+: "
 # (a wrapper or NCCL_DEBUG_TIMESTAMP_FORMAT may put a date before it)
 NCCL_HEAD = r"(?:\d{4}-\d\d-\d\d[ T][\d:.,]+ )?\S+:\d+:\d+ \[\d+\] (?:[\w./-]+:\d+ )?NCCL "
 
+_NEGATIVE_CAPACITY = (r".*\b(?:[Aa]vailable|[Aa]vail|[Ff]ree|profiled|max_total_num_tokens|max_total_tokens"
+                      r"|num_gpu_blocks|GPU blocks|KV cache (?:memory|size|tokens|blocks))\b[^\n]{0,24}?")
+
 PRIORITY = ["oom", "cuda_fault", "nccl", "ep_bootstrap", "jit_arch", "keyerror", "assertion", "numerical", "hang",
             "xid", "transfer", "request", "kv_pressure", "error", "crash"]
 
@@ -61,6 +64,10 @@ RULES: list[Rule] = [
        r"[\w.]*(?:Error|Exception): ", prio=PRIORITY.index("error") - 0.6, wrapper=True),
     _r("oom", _E + r".*CUBLAS_STATUS_ALLOC_FAILED"),
     _r("oom", NCCL_HEAD + r"WARN .*out of memory"),
+    # a memory or KV-cache capacity measured below zero: the weights left no room for the KV pool
+    # (vLLM's "Available KV cache memory: -0.87 GiB", SGLang's "... larger than the profiled value
+    # -561981"); -1 alone is a setting's "unset", and a usage or a delta may well be negative
+    *(_r("oom", _NEGATIVE_CAPACITY + sep + r"-(?!1\b)\d", needs=sep + "-") for sep in (": ", "=", "value ")),
     _r("nccl", r"Watchdog caught collective operation timeout"),
     _r("nccl", r"(?:[\w.]+\.)?DistBackendError\b"),
     _r("nccl", _E + r".*\bNCCL (?:error|communicator was aborted)"),
