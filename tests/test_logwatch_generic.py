@@ -193,8 +193,6 @@ KNOWN_MISSES: dict[str, str] = {
         "a frame of the API server's traceback logged line by line at ERROR decides, and the 500s join it",
     "l08_decoy_torchelastic_unit_tests_forcefully_exiting_ok":
         "torch elastic's unit tests print a worker's 'failed (exitcode: 138)' while they pass: raised",
-    "l19_intel_xpu_devicesanitizer_out_of_bounds_write_usm":
-        "Intel's device sanitizer report of an out-of-bounds write is read by no rule",
     "qq02_decoy_torch_distributed_run_nccl_watchdog_started_options":
         "the NCCL watchdog's start-up options table ('TIMEOUT(ms): 5000') is raised",
     "qq24_vllm_mooncake_store_connector_failed_to_receive_kvs_redo":
@@ -205,8 +203,6 @@ KNOWN_MISSES: dict[str, str] = {
         "TorchServe's ERROR that it found no snapshot (it starts with defaults) is raised",
     "rr07_decoy_vllm_ascend_engine_core_died_after_clean_shutdown":
         "'EngineCore died unexpectedly' after a clean shutdown is raised",
-    "rr09_tensordict_notimplementederror_in_keyword_indented":
-        "an indented exception line alone, in a paste, is read by no rule",
 }
 OOS = [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[p.stem])) if p.stem in KNOWN_MISSES
        else p for p in sorted(p for d in ROUNDS for p in d.glob("*.log"))]
@@ -443,6 +439,24 @@ def test_a_failure_of_the_fabric_or_a_core_dump_is_found(line: str, kind: str) -
 ])
 def test_the_fabrics_ordinary_lines_stay_silent(line: str) -> None:
     assert scan_text(line + "\n") == []
+
+
+@pytest.mark.parametrize("line, found", [
+    # a raised exception whose message advises is raised all the same, indented in a paste or not
+    ("    NotImplementedError: TensorDict does not support membership checks with the `in` keyword. If you want "
+     "to check if a particular key is in your TensorDict, please use `key in tensordict.keys()` instead.", True),
+    ("ValueError: bad value, please use a positive number instead", True),
+    # ... but a sentence about an exception that advises is advice
+    ("If you see RuntimeError: CUDA error, please use --disable-cuda-graph instead", False),
+    # a sanitizer's report: the compiler's, Intel's for a device, NVIDIA's compute-sanitizer's
+    ("==12345==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x602000000014 at pc 0x4f7b2b", True),
+    ("==2==ERROR: UndefinedBehaviorSanitizer: SEGV on unknown address 0x000000000000", True),
+    ("====ERROR: DeviceSanitizer: out-of-bounds-access on Device USM (0xff00fffff4a00280)", True),
+    ("========= Invalid __global__ write of size 4 bytes", True),
+    ("========= ERROR SUMMARY: 0 errors", False),
+])
+def test_an_exception_or_a_sanitizer_report_is_a_failure_whatever_its_message_advises(line: str, found: bool) -> None:
+    assert [i["kind"] for i in scan_text(line + "\n")] == (["error"] if found else [])
 
 
 @pytest.mark.parametrize("line, oom", [

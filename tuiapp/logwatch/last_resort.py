@@ -188,6 +188,11 @@ _DEVICE = _parts(
     (("+0x",), r"\.so(?:\.\d+)*\([\w.$@]+\+0x[0-9a-f]+\)\s?\[0x[0-9a-f]+\]"),
     # an error object in JSON
     (('"error"',), r"\"error\"\s*:\s*(?:\{|\"[^\"])"),
+    # a sanitizer's report: the compiler's (ASan, UBSan, LSan: "==4321==ERROR: AddressSanitizer: heap-buffer-overflow"),
+    # Intel's for a device ("====ERROR: DeviceSanitizer: out-of-bounds-access"), NVIDIA's compute-sanitizer's
+    # ("========= Invalid __global__ write of size 4 bytes")
+    (("Sanitizer: ", "Invalid __"),
+     r"=(?:\d+=)?=*ERROR: \w*Sanitizer: \S|=+ Invalid __(?:global|shared|local)__ (?:read|write|atomic)\b"),
 ) + _OVERRIDING
 # a C/C++ assertion macro that failed ("GGML_ASSERT: ggml-cuda.cu:5925: false", "NVSHMEMI_ASSERT(...) failed"): an
 # assertion, as an AssertionError is, whose abort follows
@@ -281,7 +286,7 @@ _HINTS = ("rror", "ERR", "rash", "emory", "OOM", "oom-kill", "fallen off", "+0x"
           "page fault", "PAGE_FAULT", "DMAR", "Segmentation", "SIG", "signal ", "BackOff", "xit", "code=",
           "panic", "died", "killed", "ould not", "nable to", "bort", "imed out", "level", "severity", "Fault",
           "Exhausted", "error]", "fatal]",
-          "closing signal", "via signal", "death signal", *_OS_NEEDS, *_HTTP_NEEDS)
+          "closing signal", "via signal", "death signal", "Invalid __", *_OS_NEEDS, *_HTTP_NEEDS)
 
 
 _FORMAT_LOWER = frozenset({"INFO", "INF", "WARNING", "WARN", "WRN", "DEBUG", "DBG", "TRACE", "TRC", "NOTICE", "VERBOSE"})
@@ -377,7 +382,10 @@ def line_mark(line: str) -> tuple[str, int] | None:
         return "oom", _RANK["death"]  # any device's, or the kernel's OOM killer ("Out of memory: Killed process")
     if "Traceback" in s and (m := _TB_RE.search(s)) is not None and not _quoted(s, m.start()):
         return "error", _RANK["traceback"]
-    if ":" in s and (e := _exception(s)) is not None and not _harmless(s, e[1]):
+    if ":" in s and (e := _exception(s)) is not None and not (
+            _quoted(s, e[1]) or _ZERO_RE.search(s) or (e[1] and _advice(s))):
+        # (an exception line that opens the line was raised whatever its message advises: "NotImplementedError:
+        # ... please use `key in td.keys()` instead"; one behind other words may be a sentence about it)
         if not stops_quietly(e[0], s):
             return "error", _RANK["exception"]
     if (m := _first(_DEVICE, s)) is not None:
