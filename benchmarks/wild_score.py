@@ -53,13 +53,17 @@ def score_oos(root: Path, verbose: bool) -> dict:
                 for k, f in enumerate(lab["failures"])]
         joined += sum(told)
         # a failure its labels call a consequence of an earlier one ("after": K, labelled before any run),
-        # told by the incident that found (or told) that cause: what issue 41 item 4 asks of a knock-on
+        # told by the incident that found (or told) that cause: what issue 41 item 4 asks of a knock-on. An
+        # incident tells the lines that joined it, and its decisive line (its message), which may be the
+        # consequence's when one record holds both (a fatal error, then the excepthook's SyntaxError under it)
         for k, f in enumerate(lab["failures"]):
             cause = f.get("after")
             if hit[k] or cause is None or not 0 <= cause < k or owner[cause] is None:
                 continue
-            if any(f["first_line"] <= line <= f["last_line"] for line, _ in owner[cause].get("joined", ())):
-                owner[k] = owner[cause]
+            inc = owner[cause]
+            if any(f["first_line"] <= line <= f["last_line"]
+                   for line in (inc["signature_line"], *(j[0] for j in inc.get("joined", ())))):
+                owner[k] = inc
                 by_cause += 1
         false += len(extra)
         total += len(hit)

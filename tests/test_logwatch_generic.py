@@ -268,6 +268,17 @@ def test_a_consequence_counts_as_told_only_where_its_labels_name_the_cause_whose
     assert "told by their cause's incident 0 " in score([other, cause, {**knock_on, "after": 0}])
 
 
+def test_a_consequence_is_told_by_its_cause_whose_decisive_line_it_holds(tmp_path) -> None:
+    # vv38: CUDA's error 802 (line 2) and SGLang's "No accelerator" under it (line 8) are one incident
+    # from line 2 whose message is line 8's
+    src = DATA / "logs_oos53" / "vv38_sglang_serve_r610_cuda_error_802_then_no_accelerator"
+    (tmp_path / "x.log").write_text(src.with_suffix(".log").read_text())
+    (tmp_path / "x.labels.json").write_text(src.with_suffix(".labels.json").read_text())
+    out = subprocess.run([sys.executable, "benchmarks/wild_score.py", "--oos", str(tmp_path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "found 1/2" in out and "told by their cause's incident 1 (found or told by the cause 2/2" in out
+
+
 # ------------------------------------------------------------------ the generic layer
 
 
