@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tuiapp.logwatch.last_resort import NOT_HYPOTHETICAL
+from tuiapp.logwatch.last_resort import NOT_A_PROBE, NOT_HYPOTHETICAL
 from tuiapp.logwatch.prefix import KERNEL_LINE_PREFIX
 
 _E = r"[\w.]*(?:Error|Exception): "  # an exception line's type
@@ -86,11 +86,11 @@ RULES: list[Rule] = [
     # NCCL prints "host:pid:tid [dev] file.cc:N NCCL WARN msg" (the source location since 2.x,
     # none before); a paste may keep only "file.cc:N NCCL WARN msg".
     # (not a WARN of what a setting "can lead to": RCCL's advice on a missing kernel parameter)
-    _r("nccl", NCCL_HEAD + r"WARN\b" + NOT_HYPOTHETICAL, "warning"),
+    _r("nccl", NCCL_HEAD + r"WARN\b" + NOT_HYPOTHETICAL + NOT_A_PROBE, "warning"),
     _r("nccl", NCCL_HEAD + r"ERROR\b"),
     # nccl-tests reporting a failed NCCL call: "NCCL failure common.cu:908 'unhandled cuda error'"
     _r("nccl", r"(?:Test )?NCCL failure [\w./-]+:\d+ '"),
-    _r("nccl", r"(?:[\w.-]+/)*[\w.-]+\.(?:cc|c|cu|cpp|h):\d+ NCCL WARN\b" + NOT_HYPOTHETICAL, "warning",
+    _r("nccl", r"(?:[\w.-]+/)*[\w.-]+\.(?:cc|c|cu|cpp|h):\d+ NCCL WARN\b" + NOT_HYPOTHETICAL + NOT_A_PROBE, "warning",
        needs="NCCL WARN"),
     # a kernel fault CUDA reports to the exception of whatever call noticed it (also when that is a
     # CUDA-graph capture: the fault, not memory, is the cause)
@@ -114,6 +114,9 @@ RULES: list[Rule] = [
        signature="numerical"),
     # kernel Xid events (dmesg or a journal fed through --log-cmd): one incident per Xid code
     _r("xid", KERNEL_LINE_PREFIX + r"NVRM: Xid \(PCI:[\w:.]+\): \d+\b"),
+    # DCGM's health watch reporting one (dcgmi health, dcgm-exporter, a node condition in Kubernetes):
+    # "ErrorCode:DCGM_FR_XID_ERROR GPU:4 ... Detected XID 31 for GPU 4 Please consult the documentation ..."
+    _r("xid", r".*\b(?:DCGM_FR_XID_ERROR\b|Detected XID \d+ for GPU \d+)", needs="XID"),
     # prefill/decode disaggregation: a request whose KV transfer or bootstrap failed
     # (Mooncake, NIXL); the server goes on, the request gets an error
     _r("transfer", r"(?:Decode|Prefill|Encode|Embedding) (?:transfer|bootstrap) failed for request\b",

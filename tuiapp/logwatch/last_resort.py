@@ -132,8 +132,11 @@ _OS_NEEDS = ("Broken pipe", "reset by peer", "allocate memory", "No space left")
 # (a warning of what a setting "can lead to" is advice about a risk, not a failure: RCCL's "NCCL WARN Missing
 # "iommu=pt" from kernel command line which can lead to system instablity or hang!"; the NCCL family's too)
 NOT_HYPOTHETICAL = r"(?!.*\b(?:can|could|may|might) (?:lead to|cause|result in)\b)"
+# (nor NCCL probing for the verbs library of an InfiniBand it may not have: without one it goes on over sockets,
+# as every NCCL on a box without RDMA does)
+NOT_A_PROBE = r"(?!.*\bFailed to open libibverbs\b)"
 _OVERRIDING = _parts(
-    (("NCCL WARN",), r"\bNCCL WARN\b" + NOT_HYPOTHETICAL),
+    (("NCCL WARN",), r"\bNCCL WARN\b" + NOT_HYPOTHETICAL + NOT_A_PROBE),
     # the operating system refusing a step outright, however the program filed it: a pipe or a connection
     # the peer broke, memory that could not be had ("WARNING: Remote connection failed in contains: [Errno 32]
     # Broken pipe", libfabric's "<warn> rdma_create_qp: Cannot allocate memory (12)")
