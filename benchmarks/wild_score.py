@@ -22,6 +22,12 @@ from pathlib import Path
 FIGURES = ("ready", "decode_lines", "last_gen_throughput", "last_accept_len")
 
 
+def _told_lines(inc: dict) -> list[int]:
+    """The lines an incident tells besides its own: its knock-ons and burst (``joined``) and where each copy
+    it counted is (``repeats``: another rank's traceback); a checkout from before has neither or only one."""
+    return [j[0] for j in inc.get("joined", ())] + list(inc.get("repeats", ()))
+
+
 def score_oos(root: Path, verbose: bool) -> dict:
     """Recall and false alerts on labelled excerpts (NAME.log + NAME.labels.json)."""
     from tuiapp.commands.logscan import scan_file
@@ -49,7 +55,7 @@ def score_oos(root: Path, verbose: bool) -> dict:
         # a failure no incident of its own found, told as a knock-on or burst line of another
         # incident (issue 41 item 4: knock-ons join their cause): counted apart, never as found
         told = [not hit[k] and any(f["first_line"] <= line <= f["last_line"]
-                                   for inc in incs for line, _ in inc.get("joined", ()))
+                                   for inc in incs for line in _told_lines(inc))
                 for k, f in enumerate(lab["failures"])]
         joined += sum(told)
         # a failure its labels call a consequence of an earlier one ("after": K, labelled before any run),
@@ -61,8 +67,7 @@ def score_oos(root: Path, verbose: bool) -> dict:
             if hit[k] or cause is None or not 0 <= cause < k or owner[cause] is None:
                 continue
             inc = owner[cause]
-            if any(f["first_line"] <= line <= f["last_line"]
-                   for line in (inc["signature_line"], *(j[0] for j in inc.get("joined", ())))):
+            if any(f["first_line"] <= line <= f["last_line"] for line in (inc["signature_line"], *_told_lines(inc))):
                 owner[k] = inc
                 by_cause += 1
         false += len(extra)

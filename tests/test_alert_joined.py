@@ -49,3 +49,24 @@ def test_logscans_report_puts_the_joined_lines_under_their_incident() -> None:
     lines = _report("x.log", summary).splitlines()
     assert lines[-2].endswith(DEATH["message"])
     assert lines[-1].split() == ["line", "12", "then:", *THEN[1].split()]
+
+
+def test_an_incident_tells_where_each_copy_it_counted_is() -> None:
+    # two ranks print the same KeyError traceback: one incident, counted twice, and where the second is
+    from pathlib import Path
+
+    from tuiapp.commands.logscan import scan_file
+    log = Path(__file__).parent / "data" / "logs_wild" / "w01_keyerror_eagle_old_sigquit.log"
+    first = scan_file(str(log))["incidents"][0]
+    assert (first["kind"], first["count"]) == ("keyerror", 2)
+    second = first["repeats"][0]
+    assert log.read_text().splitlines()[second - 1].strip() == first["message"]
+    assert second != first["signature_line"]
+    summary = {"_lines": 30, "ready": False, "decode_lines": 0, "last_gen_throughput": None,
+               "last_accept_len": None, "incidents": [{**first, "joined": []}]}
+    assert _report("x.log", summary).splitlines()[-1].split() == ["again", "at", "lines", str(second)]
+    body = alert_text(Alert(t_s=1.0, alert_kind="keyerror", message=first["message"], count=2,
+                            repeats=[second]), DashboardStore()).plain
+    assert f"again    lines {second}\n" in body
+    # recordings from before read with none
+    assert Alert.model_validate({"kind": "alert", "t_s": 1.0, "alert_kind": "oom", "message": "x"}).repeats == []

@@ -48,7 +48,7 @@ def test_json_has_exactly_the_documented_keys(capsys: pytest.CaptureFixture[str]
     got = json.loads(capsys.readouterr().out)
     assert list(got) == ["ready", "decode_lines", "last_gen_throughput", "last_accept_len", "incidents"]
     assert all(list(i) == ["id", "kind", "ranks", "first_line", "signature_line", "message", "caused_by", "count",
-                                 "joined"]
+                                 "joined", "repeats"]
                for i in got["incidents"])
     # the server's death is its own incident, caused by the OOM before it
     assert [(i["id"], i["kind"], i["caused_by"]) for i in got["incidents"]] == [(1, "oom", None), (2, "crash", 1)]

@@ -174,4 +174,5 @@ def test_an_export_listing_the_newest_entry_first(log: Path, env: str, tmp_path:
         inc["signature_line"] = n + 1 - inc["signature_line"]
         for pair in inc["joined"]:
             pair[0] = n + 1 - pair[0]
+        inc["repeats"] = [n + 1 - line for line in inc["repeats"]]
     assert got == exp

@@ -137,6 +137,9 @@ class Alert(_Event):
     # 500 answered for it, the launcher's traceback after a death, the next ERROR line): told, not
     # raised again; the first MAX_JOINED of them
     joined: list[tuple[int, str]] = Field(default_factory=list)
+    # the decisive lines of the records counted into it after its first (each rank's copy of one traceback,
+    # each 500 of a burst): where the count came from; the first MAX_JOINED of them
+    repeats: list[int] = Field(default_factory=list)
 
 
 # ---------------------------------------------------------------- benchmark loop

@@ -52,6 +52,7 @@ def scan_file(path: str) -> dict:
             for pair in inc["joined"]:
                 if 0 < pair[0] <= len(line_map):
                     pair[0] = line_map[pair[0] - 1]
+            inc["repeats"] = [line_map[n - 1] if 0 < n <= len(line_map) else n for n in inc["repeats"]]
     summary["_lines"] = watcher.lines
     return summary
 
@@ -106,6 +107,8 @@ def _report(path: str, s: dict) -> str:
                 cause += f" x{inc['count']}"
             out.append(f"  #{inc['id']:<3} line {inc['first_line']:>7}  {inc['kind']:<11} ranks {ranks:<16} "
                        f"{inc['message']}{cause}")
+            if inc.get("repeats"):
+                out.append(f"       again at lines {', '.join(str(n) for n in inc['repeats'])}")
             out.extend(f"       line {line:>7}  then: {message}" for line, message in inc["joined"])
     return "\n".join(out)
 

@@ -69,6 +69,7 @@ class Incident:
     generic: bool = False  # opened by the generic layer (no family knows it)
     count: int = 1  # records that reported it (each rank's, each failed request's)
     joined: list[tuple[int, str]] = field(default_factory=list)  # (line, message): knock-ons, a burst
+    repeats: list[int] = field(default_factory=list)  # decisive lines of the records counted after the first
 
     def to_alert(self) -> Alert:
         return Alert(
@@ -84,6 +85,7 @@ class Incident:
             caused_by=self.caused_by,
             count=self.count,
             joined=list(self.joined),
+            repeats=list(self.repeats),
         )
 
 
@@ -260,6 +262,8 @@ class AlertGrouper:
         inc.last_line = max(inc.last_line, line_no)
         if not continued and counted:
             inc.count += 1
+            if sig_line != inc.signature_line and sig_line not in inc.repeats and len(inc.repeats) < MAX_JOINED:
+                inc.repeats.append(sig_line)  # where each copy is (another rank's traceback, the next 500)
             changed = True
         if line_no < inc.first_line:  # a record finished late (a traceback cut short)
             inc.first_line = line_no

@@ -312,7 +312,7 @@ class LogWatcher:
              "signature_line": i.signature_line, "message": i.message,
              "caused_by": num.get(i.caused_by) if i.caused_by is not None else None,
              "count": i.count,  # appended last: readers of the keys before it are unaffected
-             "joined": [[line, message] for line, message in i.joined]}
+             "joined": [[line, message] for line, message in i.joined], "repeats": list(i.repeats)}
             for k, i in enumerate(incs, 1)
         ]
 

@@ -51,6 +51,9 @@ def alert_text(alert: Alert, store: DashboardStore) -> Text:
     for label, value in rows:
         body.append(f"{label:<9}", "bold")
         body.append(f"{value}\n")
+    if alert.repeats:  # where the copies it counted are (each rank's traceback)
+        body.append(f"{'again':<9}", "bold")
+        body.append(f"lines {', '.join(str(n) for n in alert.repeats)}\n")
     for line, message in alert.joined:  # its knock-ons and burst, told in the order they came
         body.append(f"{'then':<9}", "bold")
         body.append(f"line {line}: {message}\n")
