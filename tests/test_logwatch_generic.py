@@ -21,7 +21,7 @@ from tuiapp.logwatch.envelope import EnvelopeDetector
 DATA = Path(__file__).parent / "data"
 ROUNDS = [DATA / "logs_oos", DATA / "logs_oos2", DATA / "logs_oos3", DATA / "logs_oos4", DATA / "logs_oos5",
           DATA / "logs_oos6", DATA / "logs_oos7", DATA / "logs_oos8", DATA / "logs_oos9", DATA / "logs_oos10",
-          DATA / "logs_oos11", DATA / "logs_oos12", DATA / "logs_oos13"] + [DATA / f"logs_oos{n}" for n in range(14, 54)]
+          DATA / "logs_oos11", DATA / "logs_oos12", DATA / "logs_oos13"] + [DATA / f"logs_oos{n}" for n in range(14, 58)]
 # known misses, kept failing on purpose (strict: the test says so when one starts to pass)
 KNOWN_MISSES: dict[str, str] = {
     "n09_docker_timestamps_modulenotfound_uvicorn_pip_warning_second_traceback":
@@ -89,8 +89,6 @@ KNOWN_MISSES: dict[str, str] = {
         "srun's task exit after the OOM joins it (a knock-on of the failure)",
     "v21_vllm_bold_markdown_worker_oom_then_enginecore_failed":
         "'EngineCore failed to start' joins the worker's OOM burst",
-    "u37_decoy_syslogd_wall_corrected_dram_ecc_no_action":
-        "a corrected DRAM ECC error the kernel reports at [Hardware Error] is raised",
     "v28_decoy_dcgm_hostengine_sysmon_module_unsupported_vendor":
         "DCGM's ERROR lines for a module it cannot load on this CPU are raised",
     "v31_sglang_nixl_prefill_ucx_version_incompatible_then_warmup":
@@ -231,6 +229,62 @@ KNOWN_MISSES: dict[str, str] = {
         "UCX's DIAG 'error ... will not be handled' and mlx5's 'Local protection' report are read by no rule",
     "vv34_sglang_piecewise_cuda_graph_tensor_match_failed_scheduler_exception":
         "the scheduler's traceback after the piecewise CUDA graph failure joins it (told)",
+    "ww15_harness_serve_failed_error_signatures_then_vllm_engine_core_init_failed_tail":
+        "a harness's grepped error lines, the engine's traceback and its rc line are one record: one incident for four failures",
+    "ww25_sglang_ci_sanity_server_errors_detected_then_fail_out_of_memory":
+        "the CI's 'Server errors detected' block and its out-of-memory FAIL are one record, read as the OOM",
+    "ww27_ascend_910b_warm_forward_failed_traceback_err99999_unknown_application_exception":
+        "the one-line 'warm forward failed' before the traceback joins it",
+    "ww33_sglang_mlx_context_sweep_err_rows_server_appears_down":
+        "a sweep table's ERR rows and its 'server appears down' line are one record",
+    "ww34_decoy_sglang_mlx_ignore_import_error_torchcodec_snapshot_writer_init_failed":
+        "torchcodec's 'Could not load this library' import noise and a snapshot writer's failed init (the server then serves) are raised",
+    "ww37_c10d_tcpstore_recvvalue_failed_heartbeat_monitor_stack_should_dump":
+        "c10's W-level recvValue failure with its frames is read from the frames' 'Exception raised from' line, and the W-level 'should dump' line after it stays silent",
+    "ww40_decoy_bash_x_srv_kill_pkill_then_killed_job_notice_relaunch":
+        "bash's 'Killed' for a server the script killed on purpose is raised",
+    "xx02_sglang_dgx_spark_shard_loading_stops_47_of_49_leaked_semaphore":
+        "shard loading that stops at 47/49 says no failure word",
+    "xx05_sglang_openai_create_error_response_then_three_400_bad_request":
+        "a 400 is the client's mistake, silent by design; the labels name it",
+    "xx09_dmesg_radeon_gpu_init_failed_vce_resume_minus_110_amid_ring_tests":
+        "a thermal zone's read failure is raised, and radeon's VCE resume -110 is read by no rule",
+    "xx10_syslog_gitlab_runner_escaped_ansi_job_failed_exit_code_137":
+        "gitlab-runner's 'Job failed: exit code 137' at WARNING stays a warning",
+    "xx15_sglang_ascend_npu_aclnninplacecopy_161002_ez1001_then_500_and_warmup_assert":
+        "the 500 after the NPU copy failure joins it; CANN's ERR00100 line is an incident of its own",
+    "xx16_sglang_ascend_pd_prefill_gloo_rank8_not_connected_then_start_timeout_3600s":
+        "Gloo's 'rank 8 is not connected' is read as part of the start-up timeout's record",
+    "xx20_sglang_pp8_fp8_moe_create_weights_cuda_oom_sigquit_then_rank7_expandable_segments":
+        "rank 7's OOM advice lines after the sigquit join the death",
+    "xx22_vllm_patch_validation_smoke_0_of_10_ok_split_line_then_suite_finished":
+        "'Smoke: 0' / '0/10 OK' says no failure word",
+    "xx29_vllm_context_sweep_500_server_error_at_234k_then_connection_refused":
+        "the sweep's connection refused after the 500s joins them",
+    "xx32_miles_ray_ansi_torch_memory_saver_oom_then_raytaskerror_outofmemoryerror":
+        "torch_memory_saver's 'malloc return OOM' line joins the RayTaskError(OutOfMemoryError) after it",
+    "yy02_docker_compose_arc_vllm_worker_died_then_enginecore_fatal":
+        "EngineCore's fatal error traceback (cut before its exception) after the worker's death joins it",
+    "yy10_rayworkervllm_nccl_communicator_del_attributeerror_then_init_device_error":
+        "'Exception ignored in NCCLCommunicator.__del__' is interpreter noise by design; the labels name it",
+    "yy20_vscode_jupyter_traceback_vllm_qwen2_load_weights_links":
+        "an editor's rendering of a traceback (link-wrapped frames, no exception line) is read by no rule",
+    "yy21_gpustack_embedding_pydantic_input_should_be_valid_list":
+        "pydantic's validation error body without its head says no failure word",
+    "yy29_accelerate_rich_log_sigterm_exitcode_9_traceback_box_ts_residue":
+        "rich's boxed traceback after the exitcode -9 joins the death (told)",
+    "zz04_gloo_connectfullmesh_connect_timeout_ci_spawn_process":
+        "the spawned process's traceback after the Gloo timeout joins it (told)",
+    "zz10_k8s_device_plugin_previous_log_nvml_not_detected_klog":
+        "the device plugin's W-level 'only supported with NVML' lines stay warnings",
+    "zz19_decoy_vllm_rocm_local_path_error_retrieving_safetensors_retry":
+        "vLLM's ERROR 'Error retrieving safetensors' for a local path it then loads is raised",
+    "zz20_level_zero_event_host_synchronize_hang_gdb_sigint_bt":
+        "a gdb backtrace of a process interrupted while it hung says no failure word",
+    "zz27_vllm_v0_mq_engine_awq_config_missing_error_then_spawnprocess":
+        "the SpawnProcess traceback after the engine's error joins it",
+    "zz28_vllm_awq_bfloat16_dtype_valueerror_after_getprototype_noise":
+        "protobuf's 'MessageFactory ... GetPrototype' AttributeError (import-time noise) is raised",
 }
 OOS = [pytest.param(p, marks=pytest.mark.xfail(strict=True, reason=KNOWN_MISSES[p.stem])) if p.stem in KNOWN_MISSES
        else p for p in sorted(p for d in ROUNDS for p in d.glob("*.log"))]
@@ -501,6 +555,33 @@ def test_the_fabrics_ordinary_lines_stay_silent(line: str) -> None:
 ])
 def test_an_exception_or_a_sanitizer_report_is_a_failure_whatever_its_message_advises(line: str, found: bool) -> None:
     assert [i["kind"] for i in scan_text(line + "\n")] == (["error"] if found else [])
+
+
+def test_a_traceback_a_logger_wrote_behind_its_prefix_on_every_line_is_one_record() -> None:
+    # vLLM's logger.exception: each line of the message carries the call's prefix
+    prefix = "ERROR 03-30 02:15:01 [engine.py:160] "
+    lines = ["EngineCore encountered a fatal error.", "Traceback (most recent call last):",
+             '  File "/x/xgrammar_decoding.py", line 1, in __call__', "    assert self.matchers[i].accept_token(t)",
+             "AssertionError", "CRITICAL 03-30 02:15:01 [launcher.py:116] MQLLMEngine is already dead, terminating"]
+    text = "".join(prefix + line + "\n" for line in lines[:-1]) + lines[-1] + "\n"
+    first = scan_text(text)[0]
+    assert (first["kind"], first["first_line"], first["signature_line"], first["message"]) == (
+        "assertion", 1, 5, "AssertionError")
+
+
+@pytest.mark.parametrize("text, found", [
+    # the kernel's machine-check and APEI reports: only an uncorrected severity is a failure
+    ("[    2.082231] {1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 2561\n"
+     "[    2.082265] {1}[Hardware Error]: It has been corrected by h/w and requires no further action\n"
+     "[    2.082284] {1}[Hardware Error]: event severity: corrected\n", False),
+    (" kernel:[Hardware Error]: MC4 Error (node 3): DRAM ECC error detected on the NB.\n"
+     " kernel:[Hardware Error]: Error Status: Corrected error, no action required.\n", False),
+    ("[11219.196524] {1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 1\n"
+     "[11219.196558] {1}[Hardware Error]: event severity: fatal\n", True),
+    ("[ 3021.44] mce: [Hardware Error]: Machine check: Uncorrected error in memory\n", True),
+])
+def test_a_hardware_error_report_is_a_failure_when_it_was_not_corrected(text: str, found: bool) -> None:
+    assert bool(scan_text(text)) == found
 
 
 @pytest.mark.parametrize("line, oom", [

@@ -276,6 +276,7 @@ def _advice(line: str) -> bool:
 _PROSE_RE = re.compile(r"(?:^|\s)(?:I|I'm|I've|my|My|me|we|We|our|Our|Hi|Hello|Thanks)(?:\s|,|$)|\*\*\w[^*]*\*\*"
                        r"|^(?:[Ii]t|[Tt]his|[Tt]hat) (?:throws|threw|gives|gave|shows|showed|fails|failed|crashes|crashed"
                        r"|seems|looks|says|said|reports|returns|returned)\b")
+_HW_SEVERE_RE = re.compile(r"(?i)\b(?:event severity|type): (?:fatal|recoverable)\b|\buncorrect|\bfatal\b")
 _ZERO_RE = re.compile(r"(?i)\b0 (?:(?-i:[a-z]+s) )?(?:failed|failures?|errors?)\b|\b(?:failed|failures?|errors?)(?:\s+\w+){0,2}\s*[=:]\s*0\b")
 _ECHO_RE = re.compile(r"(?:Receive:|obj=|text=|prompt|\"content\"|'content'|messages=|input_ids)")
 # an exception class that may say "stopped", printed without a message ("KeyboardInterrupt", "SystemExit: 1")
@@ -357,6 +358,11 @@ def line_mark(line: str) -> tuple[str, int] | None:
             return None
     if any(n in s for n in NOT_A_FAILURE):
         return None  # the diagnostics of a failure another line reports
+    if "Hardware Error]" in s and _HW_SEVERE_RE.search(s) is None:
+        # the kernel's machine-check and APEI reports: their lines say "error" whatever the error was; a
+        # corrected one ("event severity: corrected", "Corrected error, no action required") is no failure,
+        # so only a line naming an uncorrected severity is a mark
+        return None
     if is_caption(s):
         return None
     if "]" in s and any(n in s for n in _GLOG_NEEDS) and (g := _GLOG_RE.search(s) or _SPDLOG_RE.search(s)):

@@ -94,6 +94,11 @@ _NOT_A_START = " \t\n"
 _NVSHMEM_RE = re.compile(NVSHMEM_SOURCE_LINE)
 # A record glued after a progress bar that ended without "\r" (a pasted terminal capture).
 _GLUED_RE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
+# vLLM's logger (and its workers', behind a process tag) puts its prefix before every line of one call's
+# message: a traceback that logger.exception wrote arrives as lines that all begin with the same prefix,
+# "ERROR 03-30 02:15:01 [engine.py:160] " (or "... engine.py:400] " before 0.8)
+_LOGGER_PREFIX_RE = re.compile(r"(?:\([^()]*\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
+                               r"(?:\.\d+)? \[?[\w./-]+:\d+\] ")
 _ACCESS_LOG = "INFO:     "  # uvicorn's access log: one line per request
 _HTTP_500 = '" 500 '  # ...a failure only when the server answered 500
 # SGLang's --log-requests lines: the request as the client sent it, and its output
@@ -348,6 +353,9 @@ class LogWatcher:
             self._open = rec
             self._on_head(rec, msg)
             return
+        if text[:1] in "DIWEC(" and (lp := _LOGGER_PREFIX_RE.match(text)) is not None:
+            self._on_logger_line(line, orig, text, lp.group(0), wall)
+            return
         if text.startswith("[rank"):
             m = TORCH_RANK_RE.match(text)
             if m:
@@ -393,6 +401,22 @@ class LogWatcher:
         if late:
             rec.extra["cont_of"] = inherit  # a failure in it belongs to that record's incident
         rec.track(text)
+        self._open = rec
+
+    def _on_logger_line(self, line: Line, orig: str, text: str, prefix: str, wall: float) -> None:
+        """A line behind a per-line logger prefix: the rest of the open record when that record began
+        with the very same prefix (one call's message: its traceback's frames, its exception line), else
+        a record of its own, kept whole (its level is what the generic layer reads)."""
+        cur = self._open
+        if cur is not None and cur.extra.get("logger") == prefix:
+            cur.add(orig, text[len(prefix):], wall, line.line_no)
+            if len(cur.texts) >= MAX_RECORD_LINES:
+                self._cut_record(cur)
+            return
+        self._close_main()
+        rec = Record(line.line_no, [orig], [text], None, None, None, None, wall)
+        rec.extra["logger"] = prefix
+        rec.track(text[len(prefix):])
         self._open = rec
 
     def _continuation_target(self, text: str) -> Record | None:
