@@ -569,6 +569,14 @@ def test_a_traceback_a_logger_wrote_behind_its_prefix_on_every_line_is_one_recor
         "assertion", 1, 5, "AssertionError")
 
 
+def test_a_loggers_time_keeps_two_errors_minutes_apart_two_incidents() -> None:
+    text = ("ERROR 06-17 05:17:35 [engine.py:400] Cannot find the config file for awq\n"
+            "ERROR 06-17 05:29:02 [api_server.py:90] Failed to connect to the engine process\n")
+    assert [i["first_line"] for i in scan_text(text)] == [1, 2]
+    # within the same few seconds they are one burst
+    assert [i["first_line"] for i in scan_text(text.replace("05:29:02", "05:17:36"))] == [1]
+
+
 @pytest.mark.parametrize("text, found", [
     # the kernel's machine-check and APEI reports: only an uncorrected severity is a failure
     ("[    2.082231] {1}[Hardware Error]: Hardware error from APEI Generic Hardware Error Source: 2561\n"

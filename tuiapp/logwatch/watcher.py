@@ -97,8 +97,8 @@ _GLUED_RE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 # vLLM's logger (and its workers', behind a process tag) puts its prefix before every line of one call's
 # message: a traceback that logger.exception wrote arrives as lines that all begin with the same prefix,
 # "ERROR 03-30 02:15:01 [engine.py:160] " (or "... engine.py:400] " before 0.8)
-_LOGGER_PREFIX_RE = re.compile(r"(?:\([^()]*\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d"
-                               r"(?:\.\d+)? \[?[\w./-]+:\d+\] ")
+_LOGGER_PREFIX_RE = re.compile(r"(?:\([^()]*\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"
+                               r"(?:\.(\d+))? \[?[\w./-]+:\d+\] ")
 _ACCESS_LOG = "INFO:     "  # uvicorn's access log: one line per request
 _HTTP_500 = '" 500 '  # ...a failure only when the server answered 500
 # SGLang's --log-requests lines: the request as the client sent it, and its output
@@ -354,7 +354,7 @@ class LogWatcher:
             self._on_head(rec, msg)
             return
         if text[:1] in "DIWEC(" and (lp := _LOGGER_PREFIX_RE.match(text)) is not None:
-            self._on_logger_line(line, orig, text, lp.group(0), wall)
+            self._on_logger_line(line, orig, text, lp, wall)
             return
         if text.startswith("[rank"):
             m = TORCH_RANK_RE.match(text)
@@ -403,10 +403,11 @@ class LogWatcher:
         rec.track(text)
         self._open = rec
 
-    def _on_logger_line(self, line: Line, orig: str, text: str, prefix: str, wall: float) -> None:
+    def _on_logger_line(self, line: Line, orig: str, text: str, lp: re.Match[str], wall: float) -> None:
         """A line behind a per-line logger prefix: the rest of the open record when that record began
         with the very same prefix (one call's message: its traceback's frames, its exception line), else
         a record of its own, kept whole (its level is what the generic layer reads)."""
+        prefix = lp.group(0)
         cur = self._open
         if cur is not None and cur.extra.get("logger") == prefix:
             cur.add(orig, text[len(prefix):], wall, line.line_no)
@@ -414,7 +415,8 @@ class LogWatcher:
                 self._cut_record(cur)
             return
         self._close_main()
-        rec = Record(line.line_no, [orig], [text], None, None, None, None, wall)
+        # (its time has no year: a fixed one keeps times comparable with each other, as for SGLang's [mm-dd ...])
+        rec = Record(line.line_no, [orig], [text], None, None, None, epoch_s("2000", *lp.groups()), wall)
         rec.extra["logger"] = prefix
         rec.track(text[len(prefix):])
         self._open = rec
