@@ -14,10 +14,11 @@ import pytest
 
 from tuiapp.sim import model
 from tuiapp.sim.args import parse_args
-from tuiapp.sim.engine import Scheduler, SimRequest
+from tuiapp.sim.engine import Scheduler
 from tuiapp.sim.gpus import GpuFarm
 from tuiapp.sim.metrics import render_metrics
 from tuiapp.sim.radix import RadixCache
+from tuiapp.sim.request import SimRequest
 from tuiapp.sim.server import SimServer
 
 BASE = ["--model-path", "moonshotai/Kimi-K2.5", "--tp", "8"]

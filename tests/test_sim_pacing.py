@@ -7,8 +7,8 @@ import httpx
 import orjson
 import pytest
 
+from tuiapp.sim.acceptance import AcceptSampler
 from tuiapp.sim.args import parse_args
-from tuiapp.sim.engine import AcceptSampler
 from tuiapp.sim.model import expected_tok_s, plan_for
 from tuiapp.sim.process import SimProcess
 

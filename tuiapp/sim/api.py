@@ -17,10 +17,10 @@ import uuid
 import orjson
 
 from tuiapp.sim import textgen
-from tuiapp.sim.engine import SimRequest
 from tuiapp.sim.http import Connection, Request, phrase
 from tuiapp.sim.loads import LoadsBoard
 from tuiapp.sim.metrics import render_metrics
+from tuiapp.sim.request import SimRequest
 
 SAMPLING_KEYS = (
     "max_new_tokens", "stop", "stop_token_ids", "stop_regex", "temperature", "top_p", "top_k",

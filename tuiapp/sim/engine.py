@@ -23,14 +23,14 @@ is its longest cached prefix. The clock is injectable (tests step it instead of 
 from __future__ import annotations
 
 import asyncio
-import random
 import time
 from collections import deque
 from collections.abc import Callable
 
 from tuiapp.sim import textgen
+from tuiapp.sim.acceptance import AcceptSampler
+from tuiapp.sim.histogram import E2E_BUCKETS, ITL_BUCKETS, QUEUE_BUCKETS, TTFT_BUCKETS, Histogram
 from tuiapp.sim.model import (
-    CLIP_MAX_NEW_TOKENS,
     IDLE_BYTES_PER_S,
     INGRESS_S,
     INIT_NEW_TOKEN_RATIO,
@@ -40,135 +40,7 @@ from tuiapp.sim.model import (
     Plan,
 )
 from tuiapp.sim.radix import RadixCache
-
-TTFT_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.0, 2.5, 5.0, 10.0)
-E2E_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0)
-QUEUE_BUCKETS = (0.0, 0.001, 0.005, 0.01, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 3.0, 4.0, 5.0, 10.0, 15.0, 20.0, 30.0,
-                 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 100.0, 200.0, 300.0, 400.0, 500.0, 600.0, 700.0)  # 0.5.23's
-ITL_BUCKETS = (0.002, 0.005, 0.01, 0.015, 0.02, 0.025, 0.03, 0.04, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0)
-
-
-class AcceptSampler:
-    """Accept length per verify step: 1 + leading accepted drafts (each position with its own
-    conditional probability; a float is the same at every position).
-
-    Draws come from a seeded golden-ratio (Weyl) sequence through the inverse CDF, nudged
-    by one when the running total strays more than two tokens from n x E[accept]: each
-    step still varies between 1 and steps+1 with nearly the model's distribution, but a
-    request's mean accept length stays within 0.7% of the expectation after 85 steps
-    (independent random draws: up to 13%; the Weyl sequence alone: 2%). A step may have a
-    smaller budget (adaptive steps): its draw stops there.
-    """
-
-    GOLDEN = 0.6180339887498949
-    NUDGE_AT = 2.0
-
-    def __init__(self, seed: int, p: float | tuple[float, ...], steps: int):
-        self.u = random.Random(seed).random()
-        self.rates = tuple(p) if isinstance(p, tuple) else (p,) * steps
-        self.steps = steps
-        self._dists: dict[int, tuple[list[float], float]] = {}
-        self.cdf, self.mean = self._dist(steps)
-        self.top = steps + 1
-        self.drift = 0.0  # sum of draws minus n x mean
-
-    def _dist(self, budget: int) -> tuple[list[float], float]:
-        got = self._dists.get(budget)
-        if got is None:
-            probs, reach = [], 1.0
-            for p in self.rates[:budget]:
-                probs.append(reach * (1 - p))
-                reach *= p
-            probs.append(reach)
-            acc, cdf = 0.0, []
-            for q in probs:
-                acc += q
-                cdf.append(acc)
-            got = self._dists[budget] = (cdf, sum((j + 1) * q for j, q in enumerate(probs)))
-        return got
-
-    def draw(self, budget: int | None = None) -> int:
-        cdf, mean = self._dist(self.steps if budget is None else budget)
-        top = len(cdf)
-        self.u = (self.u + self.GOLDEN) % 1.0
-        a = top
-        for i, c in enumerate(cdf):
-            if self.u < c:
-                a = i + 1
-                break
-        if self.drift + a - mean > self.NUDGE_AT and a > 1:
-            a -= 1
-        elif self.drift + a - mean < -self.NUDGE_AT and a < top:
-            a += 1
-        self.drift += a - mean
-        return a
-
-
-class SimRequest:
-    __slots__ = (
-        "rid", "prompt_ids", "prompt_tokens", "cached_tokens", "max_new", "ignore_eos", "eos_at",
-        "stops", "walk", "completion_tokens", "output_ids", "text", "pending", "spec_verify_ct",
-        "correct_drafts", "proposed_drafts", "finish_reason", "sink", "t_arrive", "t_first",
-        "t_last", "t_done", "sampler", "retractions", "aborted", "itl_s", "streaming",
-        "t_admit", "resumed", "t_ready", "accept_hist", "cap_hist", "dp_rank",
-    )
-
-    def __init__(self, rid: str, prompt_ids: list[int], max_new: int, ignore_eos: bool,
-                 stops: list[str], salt: int, sink: Callable, streaming: bool):
-        self.rid = rid
-        self.prompt_ids = prompt_ids
-        self.prompt_tokens = len(prompt_ids)
-        self.cached_tokens = 0
-        self.max_new = max_new
-        self.ignore_eos = ignore_eos
-        self.eos_at = textgen.eos_after(prompt_ids, salt)
-        self.stops = {s.strip() for s in stops if s.strip()}
-        self.walk = textgen.start_state(prompt_ids, salt)
-        self.completion_tokens = 0
-        self.output_ids: list[int] = []
-        self.text = ""
-        self.pending = 0
-        self.spec_verify_ct = 0
-        self.correct_drafts = 0
-        self.proposed_drafts = 0
-        self.finish_reason: dict | None = None
-        self.sink = sink
-        self.t_arrive = time.monotonic()
-        self.t_first = self.t_last = self.t_done = 0.0
-        self.sampler: AcceptSampler | None = None
-        self.retractions = 0
-        self.aborted = False
-        self.itl_s: list[float] = []
-        self.streaming = streaming
-        self.t_admit = 0.0  # first admission into a prefill batch (queue_time = t_admit - t_arrive)
-        self.t_ready = 0.0  # when the tokenizer manager's serial stage hands it to the scheduler
-        self.resumed = False  # retracted: its next prefill recomputes input + output so far
-        self.accept_hist: list[int] = []  # H[j]: verify steps that accepted exactly j drafts
-        self.cap_hist: list[int] = []  # C[c]: verify steps whose budget was c drafts
-        self.dp_rank = 0
-
-    @property
-    def queue_s(self) -> float:
-        return max(self.t_admit - self.t_arrive, 0.0) if self.t_admit else 0.0
-
-    @property
-    def remaining_new(self) -> int:
-        return min(max(self.max_new - self.completion_tokens, 0), CLIP_MAX_NEW_TOKENS)
-
-
-class Histogram:
-    def __init__(self, buckets):
-        self.buckets = buckets
-        self.counts = [0] * len(buckets)
-        self.total = 0
-        self.sum = 0.0
-
-    def observe(self, v: float) -> None:
-        self.total += 1
-        self.sum += v
-        for i, b in enumerate(self.buckets):
-            if v <= b:
-                self.counts[i] += 1
+from tuiapp.sim.request import SimRequest
 
 
 class Scheduler:

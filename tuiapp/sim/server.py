@@ -21,10 +21,11 @@ import traceback
 from tuiapp.sim import failures, model
 from tuiapp.sim.api import Api
 from tuiapp.sim.args import parse_args, resolved_server_args
-from tuiapp.sim.engine import Scheduler, SimRequest
+from tuiapp.sim.engine import Scheduler
 from tuiapp.sim.gpus import GpuFarm
 from tuiapp.sim.http import serve
 from tuiapp.sim.logs import SimLog, node_ranks, rank_tags, tqdm_line
+from tuiapp.sim.request import SimRequest
 
 GIB = model.GIB
 # /model_info's "embedding" block of a generation model, as real 0.5.23 sends it.
