@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import sys
 
+DEFAULT_COMMAND = "python -m sglang.launch_server"  # as a plan or a config names it (the launcher runs it with this Python)
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 30000
 

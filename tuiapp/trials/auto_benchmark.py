@@ -32,6 +32,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from tuiapp.server.command import DEFAULT_COMMAND
+from tuiapp.trials.plan_error import PlanError
+
 ALIASES = {"tp": "tp_size", "pp": "pp_size", "dp": "dp_size", "ep": "ep_size"}
 MAX_HOURS = 12.0  # auto_benchmark's own cap on a search's budget
 _SERVER_KEYS = {"env", "base_flags", "search_space", "parallel", "command_prefix", "extra_args", "host", "port",
@@ -47,8 +50,6 @@ class _Yaml:
 
     def __init__(self, text: str, path: Path) -> None:
         import yaml
-
-        from tuiapp.trials.plan import PlanError
 
         self.path = path
         self.notes: list[str] = []
@@ -74,8 +75,6 @@ class _Yaml:
         return line
 
     def error(self, keys: tuple[str, ...], message: str) -> Exception:
-        from tuiapp.trials.plan import PlanError
-
         return PlanError(f"{self.path}:{self.line(*keys)}: {'.'.join(keys)}: {message}")
 
     def note(self, keys: tuple[str, ...], message: str) -> None:
@@ -170,8 +169,6 @@ def _server(cfg: _Yaml, server: dict[str, Any]) -> dict[str, Any]:
         baseline["env"] = {str(k): _scalar(cfg, v, ("server", "env", str(k))) for k, v in env.items()}
     prefix, extra = server.get("command_prefix"), server.get("extra_args")
     if prefix is not None or extra is not None:
-        from tuiapp.trials.plan import DEFAULT_COMMAND
-
         if prefix is None:
             command = shlex.split(DEFAULT_COMMAND)
         elif isinstance(prefix, str):

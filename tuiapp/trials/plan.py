@@ -22,7 +22,9 @@ from pathlib import Path
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from tuiapp.bench.settings import BenchSettings
+from tuiapp.server.command import DEFAULT_COMMAND
 from tuiapp.trials.flags import Flag, argv_tokens, canonical, parse_tokens, to_value
+from tuiapp.trials.plan_error import PlanError
 from tuiapp.trials.search import SearchMeta, SearchSpec, combination_name, combinations, same_as
 from tuiapp.trials.slurm_spec import SlurmSpec, TrialSlurm
 from tuiapp.trials.toml_lines import line_of
@@ -32,12 +34,7 @@ if sys.version_info >= (3, 11):
 else:  # pragma: no cover
     import tomli as tomllib
 
-DEFAULT_COMMAND = "python -m sglang.launch_server"
 Scalar = str | int | float | bool
-
-
-class PlanError(ValueError):
-    """One line: ``file:line: field: message``."""
 
 
 class _Strict(BaseModel):
