@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from tuiapp.logwatch.last_resort import NOT_A_PROBE, NOT_HYPOTHETICAL
+from tuiapp.logwatch.last_resort import NCCL_WARN_IS_A_FAILURE
 from tuiapp.logwatch.prefix import KERNEL_LINE_PREFIX
 
 _E = r"[\w.]*(?:Error|Exception): "  # an exception line's type
@@ -86,11 +86,11 @@ RULES: list[Rule] = [
     # NCCL prints "host:pid:tid [dev] file.cc:N NCCL WARN msg" (the source location since 2.x,
     # none before); a paste may keep only "file.cc:N NCCL WARN msg".
     # (not a WARN of what a setting "can lead to": RCCL's advice on a missing kernel parameter)
-    _r("nccl", NCCL_HEAD + r"WARN\b" + NOT_HYPOTHETICAL + NOT_A_PROBE, "warning"),
+    _r("nccl", NCCL_HEAD + r"WARN\b" + NCCL_WARN_IS_A_FAILURE, "warning"),
     _r("nccl", NCCL_HEAD + r"ERROR\b"),
     # nccl-tests reporting a failed NCCL call: "NCCL failure common.cu:908 'unhandled cuda error'"
     _r("nccl", r"(?:Test )?NCCL failure [\w./-]+:\d+ '"),
-    _r("nccl", r"(?:[\w.-]+/)*[\w.-]+\.(?:cc|c|cu|cpp|h):\d+ NCCL WARN\b" + NOT_HYPOTHETICAL + NOT_A_PROBE, "warning",
+    _r("nccl", r"(?:[\w.-]+/)*[\w.-]+\.(?:cc|c|cu|cpp|h):\d+ NCCL WARN\b" + NCCL_WARN_IS_A_FAILURE, "warning",
        needs="NCCL WARN"),
     # a kernel fault CUDA reports to the exception of whatever call noticed it (also when that is a
     # CUDA-graph capture: the fault, not memory, is the cause)

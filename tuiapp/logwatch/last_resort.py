@@ -131,12 +131,13 @@ _DEVICES = ("NCCL", "RCCL", "HCCL", "Gloo", "NRT", "XLA", "HSA", "ROCm", "cuDNN"
 _OS_NEEDS = ("Broken pipe", "reset by peer", "allocate memory", "No space left")
 # (a warning of what a setting "can lead to" is advice about a risk, not a failure: RCCL's "NCCL WARN Missing
 # "iommu=pt" from kernel command line which can lead to system instablity or hang!"; the NCCL family's too)
-NOT_HYPOTHETICAL = r"(?!.*\b(?:can|could|may|might) (?:lead to|cause|result in)\b)"
+_NOT_HYPOTHETICAL = r"(?!.*\b(?:can|could|may|might) (?:lead to|cause|result in)\b)"
 # (nor NCCL probing for the verbs library of an InfiniBand it may not have: without one it goes on over sockets,
 # as every NCCL on a box without RDMA does)
-NOT_A_PROBE = r"(?!.*\bFailed to open libibverbs\b)"
+_NOT_A_PROBE = r"(?!.*\bFailed to open libibverbs\b)"
+NCCL_WARN_IS_A_FAILURE = _NOT_HYPOTHETICAL + _NOT_A_PROBE  # what follows "NCCL WARN" for it to be one
 _OVERRIDING = _parts(
-    (("NCCL WARN",), r"\bNCCL WARN\b" + NOT_HYPOTHETICAL + NOT_A_PROBE),
+    (("NCCL WARN",), r"\bNCCL WARN\b" + NCCL_WARN_IS_A_FAILURE),
     # the operating system refusing a step outright, however the program filed it: a pipe or a connection
     # the peer broke, memory that could not be had ("WARNING: Remote connection failed in contains: [Errno 32]
     # Broken pipe", libfabric's "<warn> rdma_create_qp: Cannot allocate memory (12)")
@@ -332,8 +333,8 @@ def _says_something(line: str, m: re.Match[str]) -> bool:
     return bool(_STREAM_RE.sub("", line[m.end():]).strip(" |:-[]>)"))
 
 
-def _harmless(line: str, pos: int) -> bool:
-    return _quoted(line, pos) or _advice(line) or bool(_ZERO_RE.search(line))
+def _harmless(line: str, pos: int, advice: bool = True) -> bool:
+    return _quoted(line, pos) or (advice and _advice(line)) or bool(_ZERO_RE.search(line))
 
 
 # how much a mark says: the strongest in a record is the decisive line
@@ -391,8 +392,7 @@ def line_mark(line: str) -> tuple[str, int] | None:
         return "oom", _RANK["death"]  # any device's, or the kernel's OOM killer ("Out of memory: Killed process")
     if "Traceback" in s and (m := _TB_RE.search(s)) is not None and not _quoted(s, m.start()):
         return "error", _RANK["traceback"]
-    if ":" in s and (e := _exception(s)) is not None and not (
-            _quoted(s, e[1]) or _ZERO_RE.search(s) or (e[1] and _advice(s))):
+    if ":" in s and (e := _exception(s)) is not None and not _harmless(s, e[1], advice=e[1] > 0):
         # (an exception line that opens the line was raised whatever its message advises: "NotImplementedError:
         # ... please use `key in td.keys()` instead"; one behind other words may be a sentence about it)
         if not stops_quietly(e[0], s):

@@ -93,6 +93,22 @@ def parse_sglang_prefix(text: str) -> Prefix | None:
     return p
 
 
+# vLLM's logger (and its workers', behind a process tag) puts its prefix before every line of one call's
+# message: a traceback that logger.exception wrote arrives as lines that all begin with the same prefix,
+# "ERROR 03-30 02:15:01 [engine.py:160] " (or "... engine.py:400] " before 0.8)
+LOGGER_PREFIX_RE = re.compile(r"(?:\([^()]*\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"
+                              r"(?:\.(\d+))? \[?[\w./-]+:\d+\] ")
+
+
+def parse_logger_prefix(text: str) -> tuple[str, float] | None:
+    """(the prefix, its time) of a line behind a per-line logger prefix; its time has no year, so a
+    fixed one keeps times comparable with each other, as for SGLang's ``[mm-dd ...]``."""
+    if text[:1] not in "DIWEC(":
+        return None
+    m = LOGGER_PREFIX_RE.match(text)
+    return None if m is None else (m.group(0), epoch_s("2000", *m.groups()))
+
+
 @dataclass(slots=True)
 class CppLog:
     level: str  # I W E F

@@ -49,6 +49,7 @@ from tuiapp.logwatch.prefix import (
     TORCH_RANK_RE,
     epoch_s,
     parse_c10_prefix,
+    parse_logger_prefix,
     parse_sglang_prefix,
 )
 from tuiapp.logwatch.record import Record
@@ -94,11 +95,6 @@ _NOT_A_START = " \t\n"
 _NVSHMEM_RE = re.compile(NVSHMEM_SOURCE_LINE)
 # A record glued after a progress bar that ended without "\r" (a pasted terminal capture).
 _GLUED_RE = re.compile(r"\[\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
-# vLLM's logger (and its workers', behind a process tag) puts its prefix before every line of one call's
-# message: a traceback that logger.exception wrote arrives as lines that all begin with the same prefix,
-# "ERROR 03-30 02:15:01 [engine.py:160] " (or "... engine.py:400] " before 0.8)
-_LOGGER_PREFIX_RE = re.compile(r"(?:\([^()]*\) )?(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)"
-                               r"(?:\.(\d+))? \[?[\w./-]+:\d+\] ")
 _ACCESS_LOG = "INFO:     "  # uvicorn's access log: one line per request
 _HTTP_500 = '" 500 '  # ...a failure only when the server answered 500
 # SGLang's --log-requests lines: the request as the client sent it, and its output
@@ -353,8 +349,8 @@ class LogWatcher:
             self._open = rec
             self._on_head(rec, msg)
             return
-        if text[:1] in "DIWEC(" and (lp := _LOGGER_PREFIX_RE.match(text)) is not None:
-            self._on_logger_line(line, orig, text, lp, wall)
+        if (lp := parse_logger_prefix(text)) is not None:
+            self._on_logger_line(line, orig, text, *lp, wall)
             return
         if text.startswith("[rank"):
             m = TORCH_RANK_RE.match(text)
@@ -382,9 +378,7 @@ class LogWatcher:
                 and not target.last_nonblank[:1].isspace() and _BARE_EXC_RE.match(text)):
             target = None  # an exception printed on its own after an ordinary record starts one
         if target is not None:
-            target.add(orig, text, wall, line.line_no)
-            if len(target.texts) >= MAX_RECORD_LINES:
-                self._cut_record(target)
+            self._extend(target, orig, text, wall, line.line_no)
             return
         if not text.strip():
             return
@@ -403,20 +397,16 @@ class LogWatcher:
         rec.track(text)
         self._open = rec
 
-    def _on_logger_line(self, line: Line, orig: str, text: str, lp: re.Match[str], wall: float) -> None:
+    def _on_logger_line(self, line: Line, orig: str, text: str, prefix: str, log_t: float, wall: float) -> None:
         """A line behind a per-line logger prefix: the rest of the open record when that record began
         with the very same prefix (one call's message: its traceback's frames, its exception line), else
         a record of its own, kept whole (its level is what the generic layer reads)."""
-        prefix = lp.group(0)
         cur = self._open
         if cur is not None and cur.extra.get("logger") == prefix:
-            cur.add(orig, text[len(prefix):], wall, line.line_no)
-            if len(cur.texts) >= MAX_RECORD_LINES:
-                self._cut_record(cur)
+            self._extend(cur, orig, text[len(prefix):], wall, line.line_no)
             return
         self._close_main()
-        # (its time has no year: a fixed one keeps times comparable with each other, as for SGLang's [mm-dd ...])
-        rec = Record(line.line_no, [orig], [text], None, None, None, epoch_s("2000", *lp.groups()), wall)
+        rec = Record(line.line_no, [orig], [text], None, None, None, log_t, wall)
         rec.extra["logger"] = prefix
         rec.track(text[len(prefix):])
         self._open = rec
@@ -449,9 +439,7 @@ class LogWatcher:
                 new = False  # a chained exception follows
         if not new:
             assert cur is not None
-            cur.add(text, content, wall, line.line_no)
-            if len(cur.texts) >= MAX_RECORD_LINES:
-                self._cut_record(cur)
+            self._extend(cur, text, content, wall, line.line_no)
             return
         if cur is not None:
             del self._rank_open[rank]
@@ -503,6 +491,11 @@ class LogWatcher:
                 self._pending.append(cur)
         if done:
             self._finish_in_order(done)
+
+    def _extend(self, rec: Record, text: str, body_line: str, wall: float, line_no: int) -> None:
+        rec.add(text, body_line, wall, line_no)
+        if len(rec.texts) >= MAX_RECORD_LINES:
+            self._cut_record(rec)
 
     def _cut_record(self, rec: Record) -> None:
         """Bound one record (hours of unprefixed output would otherwise join one record)."""
